@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Compare RSA throughput of OpenSSL's default provider with kae.
+#
+# Runs `openssl speed -mr -elapsed` alternately with the default provider and
+# with kae (default, kae, default, kae, ... for $ROUNDS rounds, so slow drifts
+# of the machine hit both alike) and prints the medians side by side.
+#
+# Knobs (environment):
+#   SECONDS_PER_RUN  seconds per algorithm and operation   (default 2)
+#   ROUNDS           alternating rounds                    (default 3)
+#   ALGS             algorithms                            (default "rsa2048 rsa3072 rsa4096")
+#   KAE_PREFER       1: also set default_properties=?provider=kae for the kae
+#                    runs (needed: speed does not use -propquery for RSA, and
+#                    kae loads the default provider next to itself)  (default 1)
+#   KEEP_LOGS        1: keep the raw speed output directory
+#   NO_BUILD         1: skip `cargo build --release`
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-2}
+ROUNDS=${ROUNDS:-3}
+ALGS=${ALGS:-rsa2048 rsa3072 rsa4096}
+KAE_PREFER=${KAE_PREFER:-1}
+OPENSSL=${OPENSSL:-openssl}
+read -r -a ALG_LIST <<<"$ALGS"
+
+if [[ "${NO_BUILD:-0}" != 1 ]]; then
+    "$ROOT/scripts/build.sh" >/dev/null
+fi
+MODDIR="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+[[ -e "$MODDIR/kae.so" ]] || { echo "speed.sh: $MODDIR/kae.so missing (run scripts/build.sh)" >&2; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-speed.XXXXXX")
+cleanup() { if [[ "${KEEP_LOGS:-0}" == 1 ]]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi; }
+trap cleanup EXIT
+RESULTS="$WORK/results.tsv"
+: >"$RESULTS"
+
+# Neutral config for the default runs (ignore the caller's OPENSSL_CONF), and
+# a config that only prefers kae for the kae runs (kae itself is loaded with
+# -provider-path/-provider on the command line).
+printf '# empty: default provider only\n' >"$WORK/default.cnf"
+cat >"$WORK/prefer-kae.cnf" <<'CNF'
+# Prefer kae's implementations for fetches that give no property query.
+openssl_conf = openssl_init
+[openssl_init]
+alg_section = algorithm_sect
+[algorithm_sect]
+default_properties = ?provider=kae
+CNF
+KAE_CONF="$WORK/default.cnf"
+if [[ "$KAE_PREFER" == 1 ]]; then KAE_CONF="$WORK/prefer-kae.cnf"; fi
+
+PROV_default=(-provider default)
+PROV_kae=(-provider-path "$MODDIR" -provider kae)
+
+# Test modes: NAME and extra speed options, one row group per mode in the table.
+MODES=("sync|")
+# --- async rows: to be added later ------------------------------------------
+# When kae supports asynchronous operation, add rows here, e.g.
+#   MODES+=("async8|-async_jobs 8")
+#   MODES+=("multi2|-multi 2")
+# (check that `-mr` output of those modes still carries +F2 lines per key size).
+# ---------------------------------------------------------------------------
+
+# run_one LABEL MODE_NAME MODE_OPTS ROUND
+run_one() {
+    local label=$1 mode=$2 opts=$3 round=$4 conf
+    local log="$WORK/$label-$mode-$round.log"
+    local -a prov extra=()
+    if [[ $label == kae ]]; then prov=("${PROV_kae[@]}"); conf=$KAE_CONF; else prov=("${PROV_default[@]}"); conf="$WORK/default.cnf"; fi
+    if [[ -n "$opts" ]]; then read -r -a extra <<<"$opts"; fi
+    echo "  round $round/$ROUNDS  $label  $mode ${ALG_LIST[*]}" >&2
+    if ! OPENSSL_CONF=$conf "$OPENSSL" speed -mr -elapsed -seconds "$SECONDS_PER_RUN" \
+            "${prov[@]}" "${extra[@]}" "${ALG_LIST[@]}" >"$log" 2>"$log.err"; then
+        echo "speed.sh: openssl speed failed ($label, $mode, round $round):" >&2
+        cat "$log.err" >&2
+        exit 1
+    fi
+    python3 "$ROOT/scripts/speed_table.py" extract "$label" "$mode" "$round" <"$log" >>"$RESULTS" || {
+        echo "speed.sh: no RSA results in the output of the $label run:" >&2
+        cat "$log" "$log.err" >&2
+        exit 1
+    }
+}
+
+echo "openssl: $("$OPENSSL" version)  module: $MODDIR/kae.so" >&2
+echo "runs: ${#MODES[@]} mode(s) x $ROUNDS rounds x 2 providers, ${SECONDS_PER_RUN}s per op" >&2
+for m in "${MODES[@]}"; do
+    name=${m%%|*}
+    opts=${m#*|}
+    for ((r = 1; r <= ROUNDS; r++)); do
+        run_one default "$name" "$opts" "$r"
+        run_one kae "$name" "$opts" "$r"
+    done
+done
+
+echo
+python3 "$ROOT/scripts/speed_table.py" table default kae "$RESULTS"

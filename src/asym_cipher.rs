@@ -1,0 +1,452 @@
+//! RSA asymmetric cipher: encrypt / decrypt with PKCS#1 v1.5 (implicit rejection on by
+//! default), OAEP, none, and the TLS premaster mode (RFC 5246 §7.4.7.1). Table at the bottom.
+
+use crate::backend;
+use crate::error::KaeError;
+use crate::ffi::core::{opt_cstr, Failure};
+use crate::ffi::digest::Md;
+use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
+use crate::ffi::sys::*;
+use crate::ffi::{guard, guard_ptr};
+use crate::keymgmt::KeyObj;
+use crate::provider::{ProvCtx, Table};
+use crate::rsa::padding::{oaep, pkcs1};
+use crate::rsa::{KeyType, PadMode, RsaKey};
+use core::ffi::{c_char, c_int, c_uchar, c_void};
+use std::sync::{Arc, LazyLock};
+use zeroize::Zeroizing;
+
+const TLS_PREMASTER_LEN: usize = 48;
+
+pub struct CipherCtx {
+    prov: Arc<ProvCtx>,
+    key: Option<Arc<RsaKey>>,
+    pad: PadMode,
+    oaep_md: Option<Md>,
+    mgf1_md: Option<Md>,
+    oaep_propq: Option<String>,
+    mgf1_propq: Option<String>,
+    label: Option<Vec<u8>>,
+    client_version: u32,
+    negotiated_version: u32,
+    implicit_rejection: bool,
+}
+
+impl CipherCtx {
+    fn key(&self) -> Result<&RsaKey, KaeError> {
+        self.key.as_deref().ok_or(KaeError::MissingKey)
+    }
+
+    fn fetch(&self, name: &str, props: Option<&str>) -> Result<Md, Failure> {
+        Md::fetch(self.prov.libctx, name, props).map_err(|e| Failure::with(e, format!("digest={name}")))
+    }
+
+    fn oaep_md(&mut self) -> Result<Md, Failure> {
+        if self.oaep_md.is_none() {
+            // RFC 8017 default: SHA-1.
+            self.oaep_md = Some(self.fetch("SHA1", self.oaep_propq.as_deref())?);
+        }
+        Ok(self.oaep_md.clone().ok_or(KaeError::Internal)?)
+    }
+
+    fn init(&mut self, keydata: *mut c_void, params: *const OSSL_PARAM, decrypt: bool) -> Result<(), Failure> {
+        // SAFETY: keydata is NULL (keep current key) or ours.
+        if let Some(obj) = unsafe { KeyObj::from_ptr(keydata) } {
+            self.key = Some(obj.key.clone());
+        }
+        let key = self.key()?;
+        if key.kind == KeyType::RsaPss {
+            return Err(Failure::with(KaeError::PssRestricted, "RSA-PSS keys cannot encrypt or decrypt"));
+        }
+        if !key.has_public() {
+            return Err(KaeError::MissingPublicKey.into());
+        }
+        if decrypt && !key.has_private() {
+            return Err(KaeError::MissingPrivateKey.into());
+        }
+        self.pad = PadMode::Pkcs1;
+        self.oaep_md = None;
+        self.mgf1_md = None;
+        self.label = None;
+        self.client_version = 0;
+        self.negotiated_version = 0;
+        self.implicit_rejection = true;
+        // SAFETY: core array or NULL.
+        self.set_params(&unsafe { Params::from_ptr(params) })
+    }
+
+    fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
+        if let Some(p) = params.locate(c"pad-mode") {
+            let mode = if p.data_type() == OSSL_PARAM_UTF8_STRING {
+                let s = p.get_utf8()?;
+                PadMode::from_name(s).ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={s}")))?
+            } else {
+                let v = p.get_int()?;
+                PadMode::from_int(v).ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={v}")))?
+            };
+            if matches!(mode, PadMode::Pss | PadMode::X931) {
+                return Err(Failure::with(KaeError::InvalidPaddingMode, "not an encryption padding"));
+            }
+            self.pad = mode;
+        }
+        if let Some(v) = crate::provider::opt_utf8(params, c"digest-props")? {
+            self.oaep_propq = Some(v.to_owned());
+        }
+        if let Some(p) = params.locate(c"digest") {
+            let name = p.get_utf8()?;
+            self.oaep_md = Some(self.fetch(name, self.oaep_propq.as_deref())?);
+        }
+        if let Some(v) = crate::provider::opt_utf8(params, c"mgf1-properties")? {
+            self.mgf1_propq = Some(v.to_owned());
+        }
+        if let Some(p) = params.locate(c"mgf1-digest") {
+            let name = p.get_utf8()?;
+            self.mgf1_md = Some(self.fetch(name, self.mgf1_propq.as_deref())?);
+        }
+        if let Some(p) = params.locate(c"oaep-label") {
+            let l = p.get_octets()?;
+            self.label = if l.is_empty() { None } else { Some(l.to_vec()) };
+        }
+        if let Some(p) = params.locate(c"tls-client-version") {
+            self.client_version = p.get_uint()?;
+            if self.client_version > 0xffff {
+                return Err(KaeError::InvalidTlsVersion.into());
+            }
+        }
+        if let Some(p) = params.locate(c"tls-negotiated-version") {
+            self.negotiated_version = p.get_uint()?;
+            if self.negotiated_version > 0xffff {
+                return Err(KaeError::InvalidTlsVersion.into());
+            }
+        }
+        if let Some(p) = params.locate(c"implicit-rejection") {
+            self.implicit_rejection = p.get_uint()? != 0;
+        }
+        Ok(())
+    }
+
+    fn get_params(&mut self, ps: &mut ParamsMut<'_>) -> Result<(), Failure> {
+        if let Some(mut p) = ps.locate(c"pad-mode") {
+            if p.data_type() == OSSL_PARAM_INTEGER {
+                p.set_int(self.pad as i32)?;
+            } else {
+                p.set_utf8(self.pad.cname())?;
+            }
+        }
+        if ps.locate(c"digest").is_some() || ps.locate(c"mgf1-digest").is_some() {
+            let md = self.oaep_md()?;
+            let mgf1 = self.mgf1_md.clone().unwrap_or_else(|| md.clone());
+            if let Some(mut p) = ps.locate(c"digest") {
+                p.set_utf8(crate::rsa::digest_cname(md.id()))?;
+            }
+            if let Some(mut p) = ps.locate(c"mgf1-digest") {
+                p.set_utf8(crate::rsa::digest_cname(mgf1.id()))?;
+            }
+        }
+        if let Some(mut p) = ps.locate(c"oaep-label") {
+            p.set_octets(self.label.as_deref().unwrap_or(&[]))?;
+        }
+        if let Some(mut p) = ps.locate(c"tls-client-version") {
+            p.set_uint(self.client_version)?;
+        }
+        if let Some(mut p) = ps.locate(c"tls-negotiated-version") {
+            p.set_uint(self.negotiated_version)?;
+        }
+        if let Some(mut p) = ps.locate(c"implicit-rejection") {
+            p.set_uint(self.implicit_rejection as u32)?;
+        }
+        Ok(())
+    }
+
+    fn encrypt(&mut self, msg: &[u8], out: &mut [u8]) -> Result<(), Failure> {
+        let key = self.key.clone().ok_or(KaeError::MissingKey)?;
+        let k = key.size();
+        let mut em = Zeroizing::new(vec![0u8; k]);
+        match self.pad {
+            PadMode::Pkcs1 => pkcs1::encode_type2(msg, &mut em, &self.prov.rng())?,
+            PadMode::Oaep => {
+                let md = self.oaep_md()?;
+                let mgf1 = self.mgf1_md.clone().unwrap_or_else(|| md.clone());
+                oaep::encode(&md, &mgf1, self.label.as_deref().unwrap_or(&[]), msg, &self.prov.rng(), &mut em)?;
+            }
+            PadMode::None => {
+                if msg.len() != k {
+                    let r = if msg.len() > k { KaeError::DataTooLargeForKeySize } else { KaeError::DataTooSmall };
+                    return Err(Failure::with(r, format!("no padding needs exactly {k} bytes")));
+                }
+                em.copy_from_slice(msg);
+            }
+            _ => return Err(KaeError::InvalidPaddingMode.into()),
+        }
+        backend::active().public_op(&key, &em, out)?;
+        Ok(())
+    }
+
+    /// Decrypts into a fresh buffer (the caller copies what fits).
+    fn decrypt(&mut self, ct: &[u8]) -> Result<Zeroizing<Vec<u8>>, Failure> {
+        let key = self.key.clone().ok_or(KaeError::MissingKey)?;
+        let k = key.size();
+        if ct.len() > k {
+            return Err(Failure::with(KaeError::DataTooLargeForModulus, format!("ciphertext is {} bytes, modulus {k}", ct.len())));
+        }
+        // Shorter ciphertexts are left-padded with zeros, as OpenSSL accepts them.
+        let mut c = vec![0u8; k];
+        c[k - ct.len()..].copy_from_slice(ct);
+        let mut em = Zeroizing::new(vec![0u8; k]);
+        backend::active().private_op(&key, &c, &mut em)?;
+        let mut out = Zeroizing::new(vec![0u8; k]);
+        let len = match self.pad {
+            PadMode::Pkcs1 if self.client_version != 0 => {
+                let mut pm = [0u8; TLS_PREMASTER_LEN];
+                let negotiated = (self.negotiated_version != 0).then_some(self.negotiated_version as u16);
+                pkcs1::decode_tls_premaster_rng(&em, self.client_version as u16, negotiated, &self.prov.private_rng(), &mut pm)?;
+                out[..TLS_PREMASTER_LEN].copy_from_slice(&pm);
+                zeroize::Zeroize::zeroize(&mut pm);
+                TLS_PREMASTER_LEN
+            }
+            PadMode::Pkcs1 if self.implicit_rejection => {
+                let d = key.d.as_ref().ok_or(KaeError::MissingPrivateKey)?;
+                let d_bytes = Zeroizing::new(d.to_be_bytes()?);
+                let sha256 = self.fetch("SHA256", None)?;
+                pkcs1::decode_type2_implicit_rejection(&sha256, &d_bytes, &c, &em, &mut out)?
+            }
+            PadMode::Pkcs1 => pkcs1::decode_type2(&em, &mut out)?,
+            PadMode::Oaep => {
+                let md = self.oaep_md()?;
+                let mgf1 = self.mgf1_md.clone().unwrap_or_else(|| md.clone());
+                oaep::decode(&md, &mgf1, self.label.as_deref().unwrap_or(&[]), &em, &mut out)?
+            }
+            PadMode::None => {
+                out.copy_from_slice(&em);
+                k
+            }
+            _ => return Err(KaeError::InvalidPaddingMode.into()),
+        };
+        out.truncate(len);
+        Ok(out)
+    }
+
+    fn try_clone(&self) -> CipherCtx {
+        CipherCtx {
+            prov: self.prov.clone(),
+            key: self.key.clone(),
+            pad: self.pad,
+            oaep_md: self.oaep_md.clone(),
+            mgf1_md: self.mgf1_md.clone(),
+            oaep_propq: self.oaep_propq.clone(),
+            mgf1_propq: self.mgf1_propq.clone(),
+            label: self.label.clone(),
+            client_version: self.client_version,
+            negotiated_version: self.negotiated_version,
+            implicit_rejection: self.implicit_rejection,
+        }
+    }
+}
+
+// ---- extern "C" functions -----------------------------------------------------------------
+
+/// # Safety
+/// `p` is NULL or a context created by `rsa_cipher_newctx`.
+unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut CipherCtx> {
+    // SAFETY: caller contract.
+    unsafe { p.cast::<CipherCtx>().as_mut() }
+}
+
+unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {
+    // SAFETY: provctx from the core.
+    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else { return core::ptr::null_mut() };
+    let core = prov.core;
+    guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
+        let ctx = CipherCtx {
+            prov,
+            key: None,
+            pad: PadMode::Pkcs1,
+            oaep_md: None,
+            mgf1_md: None,
+            oaep_propq: None,
+            mgf1_propq: None,
+            label: None,
+            client_version: 0,
+            negotiated_version: 0,
+            implicit_rejection: true,
+        };
+        Ok(Box::into_raw(Box::new(ctx)).cast())
+    })
+}
+
+unsafe extern "C" fn rsa_cipher_freectx(ctx: *mut c_void) {
+    if !ctx.is_null() {
+        // SAFETY: created by Box::into_raw.
+        let _ = std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(ctx.cast::<CipherCtx>()) }));
+    }
+}
+
+unsafe extern "C" fn rsa_cipher_dupctx(ctx: *mut c_void) -> *mut c_void {
+    // SAFETY: ours.
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return core::ptr::null_mut() };
+    let core = c.prov.core;
+    guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> { Ok(Box::into_raw(Box::new(c.try_clone())).cast()) })
+}
+
+unsafe fn op_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM, decrypt: bool) -> c_int {
+    // SAFETY: ours.
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let core = c.prov.core;
+    guard(Some(&core), 0, || c.init(key, params, decrypt).map(|_| 1))
+}
+
+unsafe extern "C" fn rsa_encrypt_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { op_init(ctx, key, params, false) }
+}
+
+unsafe extern "C" fn rsa_decrypt_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { op_init(ctx, key, params, true) }
+}
+
+/// # Safety
+/// `p` valid for `len` bytes when non-NULL.
+unsafe fn input<'a>(p: *const c_uchar, len: usize) -> Result<&'a [u8], KaeError> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(KaeError::NullParameter);
+    }
+    // SAFETY: caller contract.
+    Ok(unsafe { core::slice::from_raw_parts(p, len) })
+}
+
+unsafe extern "C" fn rsa_encrypt(ctx: *mut c_void, out: *mut c_uchar, outlen: *mut usize, outsize: usize, inp: *const c_uchar, inlen: usize) -> c_int {
+    // SAFETY: ours.
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let core = c.prov.core;
+    guard(Some(&core), 0, || -> Result<c_int, Failure> {
+        let k = c.key()?.size();
+        if outlen.is_null() {
+            return Err(KaeError::NullParameter.into());
+        }
+        if out.is_null() {
+            // SAFETY: valid out-pointer.
+            unsafe { *outlen = k };
+            return Ok(1);
+        }
+        if outsize < k {
+            return Err(Failure::with(KaeError::BufferTooSmall, format!("need {k} bytes, have {outsize}")));
+        }
+        // SAFETY: caller buffer.
+        let msg = unsafe { input(inp, inlen)? };
+        let mut ct = vec![0u8; k];
+        c.encrypt(msg, &mut ct)?;
+        // SAFETY: out valid for outsize ≥ k bytes.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ct.as_ptr(), out, k);
+            *outlen = k;
+        }
+        Ok(1)
+    })
+}
+
+unsafe extern "C" fn rsa_decrypt(ctx: *mut c_void, out: *mut c_uchar, outlen: *mut usize, outsize: usize, inp: *const c_uchar, inlen: usize) -> c_int {
+    // SAFETY: ours.
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let core = c.prov.core;
+    guard(Some(&core), 0, || -> Result<c_int, Failure> {
+        let k = c.key()?.size();
+        if outlen.is_null() {
+            return Err(KaeError::NullParameter.into());
+        }
+        if out.is_null() {
+            // SAFETY: valid out-pointer.
+            unsafe { *outlen = if c.pad == PadMode::Pkcs1 && c.client_version != 0 { TLS_PREMASTER_LEN } else { k } };
+            return Ok(1);
+        }
+        if c.pad == PadMode::Pkcs1 && c.client_version != 0 && outsize < TLS_PREMASTER_LEN {
+            return Err(KaeError::BufferTooSmall.into());
+        }
+        // SAFETY: caller buffer.
+        let ct = unsafe { input(inp, inlen)? };
+        let msg = c.decrypt(ct)?;
+        if msg.len() > outsize {
+            return Err(Failure::with(KaeError::BufferTooSmall, format!("need {} bytes, have {outsize}", msg.len())));
+        }
+        // SAFETY: out valid for outsize ≥ msg.len() bytes.
+        unsafe {
+            core::ptr::copy_nonoverlapping(msg.as_ptr(), out, msg.len());
+            *outlen = msg.len();
+        }
+        Ok(1)
+    })
+}
+
+unsafe extern "C" fn rsa_cipher_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
+    // SAFETY: ours.
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let core = c.prov.core;
+    // SAFETY: core array.
+    guard(Some(&core), 0, || c.get_params(&mut unsafe { ParamsMut::from_ptr(params) }).map(|_| 1))
+}
+
+unsafe extern "C" fn rsa_cipher_set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+    // SAFETY: ours.
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let core = c.prov.core;
+    // SAFETY: core array.
+    guard(Some(&core), 0, || c.set_params(&unsafe { Params::from_ptr(params) }).map(|_| 1))
+}
+
+static GETTABLE: ParamTable<8> = ParamTable([
+    desc(c"pad-mode", OSSL_PARAM_UTF8_STRING),
+    desc(c"digest", OSSL_PARAM_UTF8_STRING),
+    desc(c"mgf1-digest", OSSL_PARAM_UTF8_STRING),
+    desc(c"oaep-label", OSSL_PARAM_OCTET_STRING),
+    desc(c"tls-client-version", OSSL_PARAM_UNSIGNED_INTEGER),
+    desc(c"tls-negotiated-version", OSSL_PARAM_UNSIGNED_INTEGER),
+    desc(c"implicit-rejection", OSSL_PARAM_UNSIGNED_INTEGER),
+    END,
+]);
+
+static SETTABLE: ParamTable<11> = ParamTable([
+    desc(c"pad-mode", OSSL_PARAM_UTF8_STRING),
+    desc(c"digest", OSSL_PARAM_UTF8_STRING),
+    desc(c"digest-props", OSSL_PARAM_UTF8_STRING),
+    desc(c"mgf1-digest", OSSL_PARAM_UTF8_STRING),
+    desc(c"mgf1-properties", OSSL_PARAM_UTF8_STRING),
+    desc(c"oaep-label", OSSL_PARAM_OCTET_STRING),
+    desc(c"tls-client-version", OSSL_PARAM_UNSIGNED_INTEGER),
+    desc(c"tls-negotiated-version", OSSL_PARAM_UNSIGNED_INTEGER),
+    desc(c"implicit-rejection", OSSL_PARAM_UNSIGNED_INTEGER),
+    desc(c"engine", OSSL_PARAM_UTF8_STRING),
+    END,
+]);
+
+unsafe extern "C" fn rsa_cipher_gettable_ctx_params(_ctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
+    GETTABLE.as_ptr()
+}
+
+unsafe extern "C" fn rsa_cipher_settable_ctx_params(_ctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
+    SETTABLE.as_ptr()
+}
+
+#[allow(dead_code)]
+unsafe fn unused(_p: *const c_char) -> Option<&'static str> {
+    // SAFETY: forwarded contract (kept so opt_cstr stays shared across modules).
+    unsafe { opt_cstr(_p) }
+}
+
+pub static RSA_ASYM_CIPHER: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
+    crate::dispatch![
+        OSSL_FUNC_ASYM_CIPHER_NEWCTX => rsa_cipher_newctx as unsafe extern "C" fn(_) -> _,
+        OSSL_FUNC_ASYM_CIPHER_ENCRYPT_INIT => rsa_encrypt_init as unsafe extern "C" fn(_, _, _) -> _,
+        OSSL_FUNC_ASYM_CIPHER_ENCRYPT => rsa_encrypt as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
+        OSSL_FUNC_ASYM_CIPHER_DECRYPT_INIT => rsa_decrypt_init as unsafe extern "C" fn(_, _, _) -> _,
+        OSSL_FUNC_ASYM_CIPHER_DECRYPT => rsa_decrypt as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
+        OSSL_FUNC_ASYM_CIPHER_FREECTX => rsa_cipher_freectx as unsafe extern "C" fn(_),
+        OSSL_FUNC_ASYM_CIPHER_DUPCTX => rsa_cipher_dupctx as unsafe extern "C" fn(_) -> _,
+        OSSL_FUNC_ASYM_CIPHER_GET_CTX_PARAMS => rsa_cipher_get_ctx_params as unsafe extern "C" fn(_, _) -> _,
+        OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS => rsa_cipher_gettable_ctx_params as unsafe extern "C" fn(_, _) -> _,
+        OSSL_FUNC_ASYM_CIPHER_SET_CTX_PARAMS => rsa_cipher_set_ctx_params as unsafe extern "C" fn(_, _) -> _,
+        OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS => rsa_cipher_settable_ctx_params as unsafe extern "C" fn(_, _) -> _,
+    ]
+});

@@ -1,0 +1,336 @@
+//! Owned wrappers for libcrypto big numbers and Montgomery contexts.
+//!
+//! Secret values are allocated with `BN_secure_new`, flagged `BN_FLG_CONSTTIME`, and cleared
+//! on drop (`BN_clear_free`).
+
+use super::sys::*;
+use crate::error::{KaeError, KaeResult};
+use core::ptr::NonNull;
+use libc::c_int;
+
+fn cvt(r: c_int) -> KaeResult<()> {
+    if r == 1 {
+        Ok(())
+    } else {
+        Err(KaeError::BignumFailure)
+    }
+}
+
+/// An owned `BIGNUM`, cleared on drop.
+pub struct BigNum(NonNull<BIGNUM>);
+
+// SAFETY: a BIGNUM has no thread affinity; we never mutate one that is shared (`&BigNum`
+// only gives read access to libcrypto functions that take `const BIGNUM *`).
+unsafe impl Send for BigNum {}
+unsafe impl Sync for BigNum {}
+
+impl BigNum {
+    pub fn new() -> KaeResult<Self> {
+        // SAFETY: plain allocation; NULL is handled.
+        NonNull::new(unsafe { BN_new() }).map(BigNum).ok_or(KaeError::OutOfMemory)
+    }
+
+    /// A big number for secret values: secure heap when available, constant-time flag set.
+    pub fn new_secret() -> KaeResult<Self> {
+        // SAFETY: plain allocation; NULL is handled.
+        let bn = NonNull::new(unsafe { BN_secure_new() }).map(BigNum).ok_or(KaeError::OutOfMemory)?;
+        bn.set_consttime();
+        Ok(bn)
+    }
+
+    pub fn from_u64(v: u64) -> KaeResult<Self> {
+        let bn = Self::new()?;
+        // SAFETY: bn is a valid, owned BIGNUM.
+        cvt(unsafe { BN_set_word(bn.as_ptr(), v) })?;
+        Ok(bn)
+    }
+
+    /// Big-endian unsigned bytes to a number.
+    pub fn from_be_bytes(bytes: &[u8], secret: bool) -> KaeResult<Self> {
+        let bn = if secret { Self::new_secret()? } else { Self::new()? };
+        let len = c_int::try_from(bytes.len()).map_err(|_| KaeError::InvalidLength)?;
+        // SAFETY: bytes is a valid slice of len bytes; bn is owned.
+        let r = unsafe { BN_bin2bn(bytes.as_ptr(), len, bn.as_ptr()) };
+        if r.is_null() {
+            return Err(KaeError::BignumFailure);
+        }
+        Ok(bn)
+    }
+
+    /// Take ownership of a BIGNUM allocated by libcrypto.
+    ///
+    /// # Safety
+    /// `ptr` must be a valid BIGNUM that nothing else frees.
+    pub unsafe fn from_raw(ptr: *mut BIGNUM) -> Option<Self> {
+        NonNull::new(ptr).map(BigNum)
+    }
+
+    /// Copy of a borrowed BIGNUM (e.g. one read out of an OSSL_PARAM).
+    pub fn dup(&self, secret: bool) -> KaeResult<Self> {
+        let out = if secret { Self::new_secret()? } else { Self::new()? };
+        // SAFETY: both are valid BIGNUMs.
+        if unsafe { BN_copy(out.as_ptr(), self.as_ptr()) }.is_null() {
+            return Err(KaeError::OutOfMemory);
+        }
+        if secret {
+            out.set_consttime();
+        }
+        Ok(out)
+    }
+
+    pub fn as_ptr(&self) -> *mut BIGNUM {
+        self.0.as_ptr()
+    }
+
+    pub fn set_consttime(&self) {
+        // SAFETY: valid BIGNUM; flags are a plain field update.
+        unsafe { BN_set_flags(self.as_ptr(), BN_FLG_CONSTTIME) }
+    }
+
+    pub fn num_bits(&self) -> usize {
+        // SAFETY: valid BIGNUM.
+        unsafe { BN_num_bits(self.as_ptr()) as usize }
+    }
+
+    pub fn num_bytes(&self) -> usize {
+        self.num_bits().div_ceil(8)
+    }
+
+    pub fn is_zero(&self) -> bool {
+        // SAFETY: valid BIGNUM.
+        unsafe { BN_is_zero(self.as_ptr()) == 1 }
+    }
+
+    pub fn is_one(&self) -> bool {
+        // SAFETY: valid BIGNUM.
+        unsafe { BN_is_one(self.as_ptr()) == 1 }
+    }
+
+    pub fn is_odd(&self) -> bool {
+        // SAFETY: valid BIGNUM.
+        unsafe { BN_is_odd(self.as_ptr()) == 1 }
+    }
+
+    pub fn is_negative(&self) -> bool {
+        // SAFETY: valid BIGNUM.
+        unsafe { BN_is_negative(self.as_ptr()) == 1 }
+    }
+
+    /// Variable-time comparison; for public values only.
+    pub fn cmp_vartime(&self, other: &BigNum) -> core::cmp::Ordering {
+        // SAFETY: both valid.
+        unsafe { BN_cmp(self.as_ptr(), other.as_ptr()) }.cmp(&0)
+    }
+
+    /// Big-endian bytes left-padded to `out.len()`.
+    pub fn write_be_padded(&self, out: &mut [u8]) -> KaeResult<()> {
+        let len = c_int::try_from(out.len()).map_err(|_| KaeError::InvalidLength)?;
+        // SAFETY: out is writable for len bytes; BN_bn2binpad is constant time in the value.
+        let r = unsafe { BN_bn2binpad(self.as_ptr(), out.as_mut_ptr(), len) };
+        if r < 0 {
+            return Err(KaeError::BufferTooSmall);
+        }
+        Ok(())
+    }
+
+    pub fn to_be_bytes(&self) -> KaeResult<Vec<u8>> {
+        let mut v = vec![0u8; self.num_bytes()];
+        self.write_be_padded(&mut v)?;
+        Ok(v)
+    }
+}
+
+impl Drop for BigNum {
+    fn drop(&mut self) {
+        // SAFETY: we own the BIGNUM; clearing wipes secret limbs before freeing.
+        unsafe { BN_clear_free(self.0.as_ptr()) }
+    }
+}
+
+/// A scratch context for BN arithmetic (secure heap when available).
+pub struct BnCtx(NonNull<BN_CTX>);
+
+impl BnCtx {
+    pub fn new() -> KaeResult<Self> {
+        // SAFETY: plain allocation with the default library context (only used for randomness).
+        NonNull::new(unsafe { BN_CTX_secure_new_ex(core::ptr::null_mut()) })
+            .map(BnCtx)
+            .ok_or(KaeError::OutOfMemory)
+    }
+    pub fn as_ptr(&self) -> *mut BN_CTX {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for BnCtx {
+    fn drop(&mut self) {
+        // SAFETY: owned.
+        unsafe { BN_CTX_free(self.0.as_ptr()) }
+    }
+}
+
+/// A Montgomery context for one modulus; read-only once built, so shareable across threads.
+pub struct MontCtx(NonNull<BN_MONT_CTX>);
+
+// SAFETY: after BN_MONT_CTX_set the context is only read by the exponentiation functions.
+unsafe impl Send for MontCtx {}
+unsafe impl Sync for MontCtx {}
+
+impl MontCtx {
+    pub fn new(modulus: &BigNum, ctx: &BnCtx) -> KaeResult<Self> {
+        // SAFETY: allocation; NULL handled below.
+        let m = NonNull::new(unsafe { BN_MONT_CTX_new() }).map(MontCtx).ok_or(KaeError::OutOfMemory)?;
+        // SAFETY: all pointers valid; modulus must be odd (checked by BN_MONT_CTX_set).
+        cvt(unsafe { BN_MONT_CTX_set(m.as_ptr(), modulus.as_ptr(), ctx.as_ptr()) })?;
+        Ok(m)
+    }
+    pub fn as_ptr(&self) -> *mut BN_MONT_CTX {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for MontCtx {
+    fn drop(&mut self) {
+        // SAFETY: owned.
+        unsafe { BN_MONT_CTX_free(self.0.as_ptr()) }
+    }
+}
+
+/// Arithmetic helpers. Each takes explicit operands; `_consttime` names mark the
+/// constant-time ones used on secrets; `_vartime` names are for public values only.
+pub mod arith {
+    use super::*;
+
+    pub fn mod_exp_consttime(r: &BigNum, a: &BigNum, p: &BigNum, m: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid; the mont ctx belongs to m.
+        cvt(unsafe { BN_mod_exp_mont_consttime(r.as_ptr(), a.as_ptr(), p.as_ptr(), m.as_ptr(), ctx.as_ptr(), mont.as_ptr()) })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn mod_exp_consttime_x2(
+        r1: &BigNum, a1: &BigNum, p1: &BigNum, m1: &BigNum, mont1: &MontCtx,
+        r2: &BigNum, a2: &BigNum, p2: &BigNum, m2: &BigNum, mont2: &MontCtx,
+        ctx: &BnCtx,
+    ) -> KaeResult<()> {
+        // SAFETY: all pointers valid; each mont ctx belongs to its modulus.
+        cvt(unsafe {
+            BN_mod_exp_mont_consttime_x2(
+                r1.as_ptr(), a1.as_ptr(), p1.as_ptr(), m1.as_ptr(), mont1.as_ptr(),
+                r2.as_ptr(), a2.as_ptr(), p2.as_ptr(), m2.as_ptr(), mont2.as_ptr(),
+                ctx.as_ptr(),
+            )
+        })
+    }
+
+    /// Public-exponent exponentiation (variable time: e and the result are public).
+    pub fn mod_exp_vartime(r: &BigNum, a: &BigNum, p: &BigNum, m: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_mod_exp_mont(r.as_ptr(), a.as_ptr(), p.as_ptr(), m.as_ptr(), ctx.as_ptr(), mont.as_ptr()) })
+    }
+
+    pub fn mod_mul_mont(r: &BigNum, a: &BigNum, b: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_mod_mul_montgomery(r.as_ptr(), a.as_ptr(), b.as_ptr(), mont.as_ptr(), ctx.as_ptr()) })
+    }
+
+    pub fn to_mont(r: &BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_to_montgomery(r.as_ptr(), a.as_ptr(), mont.as_ptr(), ctx.as_ptr()) })
+    }
+
+    /// r = a mod m (non-negative). With BN_FLG_CONSTTIME set on an operand, libcrypto takes
+    /// its fixed-top division path.
+    pub fn nnmod(r: &BigNum, a: &BigNum, m: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_nnmod(r.as_ptr(), a.as_ptr(), m.as_ptr(), ctx.as_ptr()) })
+    }
+
+    pub fn mod_mul(r: &BigNum, a: &BigNum, b: &BigNum, m: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_mod_mul(r.as_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr(), ctx.as_ptr()) })
+    }
+
+    pub fn mod_sub(r: &BigNum, a: &BigNum, b: &BigNum, m: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_mod_sub(r.as_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr(), ctx.as_ptr()) })
+    }
+
+    pub fn mul(r: &BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_mul(r.as_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_ptr()) })
+    }
+
+    pub fn add(r: &BigNum, a: &BigNum, b: &BigNum) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_add(r.as_ptr(), a.as_ptr(), b.as_ptr()) })
+    }
+
+    pub fn sub(r: &BigNum, a: &BigNum, b: &BigNum) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_sub(r.as_ptr(), a.as_ptr(), b.as_ptr()) })
+    }
+
+    pub fn sub_word(a: &BigNum, w: u64) -> KaeResult<()> {
+        // SAFETY: valid pointer.
+        cvt(unsafe { BN_sub_word(a.as_ptr(), w) })
+    }
+
+    pub fn gcd(r: &BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_gcd(r.as_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_ptr()) })
+    }
+
+    /// r = a / b (quotient only).
+    pub fn div(r: &BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid; a NULL remainder is allowed.
+        cvt(unsafe { BN_div(r.as_ptr(), core::ptr::null_mut(), a.as_ptr(), b.as_ptr(), ctx.as_ptr()) })
+    }
+
+    /// Modular inverse; constant time when a or n carries BN_FLG_CONSTTIME.
+    pub fn mod_inverse(r: &BigNum, a: &BigNum, n: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid; returns r or NULL.
+        let p = unsafe { BN_mod_inverse(r.as_ptr(), a.as_ptr(), n.as_ptr(), ctx.as_ptr()) };
+        if p.is_null() {
+            Err(KaeError::BignumFailure)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Uniform random r in [0, range) from the private DRBG.
+    pub fn priv_rand_range(r: &BigNum, range: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_priv_rand_range_ex(r.as_ptr(), range.as_ptr(), 0, ctx.as_ptr()) })
+            .map_err(|_| KaeError::RandomFailure)
+    }
+
+    pub fn generate_prime(r: &BigNum, bits: usize, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: valid pointers; no callback, no add/rem constraints.
+        cvt(unsafe {
+            BN_generate_prime_ex2(r.as_ptr(), bits as c_int, 0, core::ptr::null(), core::ptr::null(), core::ptr::null_mut(), ctx.as_ptr())
+        })
+        .map_err(|_| KaeError::KeyGenFailed)
+    }
+
+    pub fn is_prime(p: &BigNum, ctx: &BnCtx) -> KaeResult<bool> {
+        // SAFETY: valid pointers.
+        match unsafe { BN_check_prime(p.as_ptr(), ctx.as_ptr(), core::ptr::null_mut()) } {
+            1 => Ok(true),
+            0 => Ok(false),
+            _ => Err(KaeError::BignumFailure),
+        }
+    }
+
+    /// Constant-time equality of two numbers of at most `len` bytes.
+    pub fn eq_consttime(a: &BigNum, b: &BigNum, len: usize) -> KaeResult<bool> {
+        let mut x = vec![0u8; len];
+        let mut y = vec![0u8; len];
+        a.write_be_padded(&mut x)?;
+        b.write_be_padded(&mut y)?;
+        // SAFETY: both buffers are len bytes.
+        let r = unsafe { CRYPTO_memcmp(x.as_ptr().cast(), y.as_ptr().cast(), len) } == 0;
+        zeroize::Zeroize::zeroize(&mut x[..]);
+        zeroize::Zeroize::zeroize(&mut y[..]);
+        Ok(r)
+    }
+}

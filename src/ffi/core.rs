@@ -1,0 +1,140 @@
+//! The core handle, error reporting, and the panic guard around every `extern "C"` body.
+
+use super::sys::*;
+use crate::error::KaeError;
+use core::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The functions the OpenSSL core gave us at init, plus its handle for this provider instance.
+#[derive(Clone, Copy)]
+pub struct Core {
+    pub handle: *const OSSL_CORE_HANDLE,
+    pub get_params: Option<core_get_params_fn>,
+    pub get_libctx: Option<core_get_libctx_fn>,
+    pub new_error: Option<core_new_error_fn>,
+    pub set_error_debug: Option<core_set_error_debug_fn>,
+    pub vset_error: Option<core_vset_error_fn>,
+}
+
+// SAFETY: the handle and function pointers are valid for the provider's lifetime and the core
+// functions are thread-safe.
+unsafe impl Send for Core {}
+unsafe impl Sync for Core {}
+
+impl Core {
+    /// # Safety
+    /// `dispatch` is the core's terminated dispatch table.
+    pub unsafe fn from_dispatch(handle: *const OSSL_CORE_HANDLE, mut dispatch: *const OSSL_DISPATCH) -> Core {
+        let mut core = Core { handle, get_params: None, get_libctx: None, new_error: None, set_error_debug: None, vset_error: None };
+        // SAFETY (whole loop): the table is terminated by function_id 0 and each function has
+        // the type the id documents (core_dispatch.h).
+        unsafe {
+            while !dispatch.is_null() && (*dispatch).function_id != 0 {
+                let f = (*dispatch).function;
+                match (*dispatch).function_id {
+                    OSSL_FUNC_CORE_GET_PARAMS => core.get_params = f.map(|f| core::mem::transmute::<_, core_get_params_fn>(f)),
+                    OSSL_FUNC_CORE_GET_LIBCTX => core.get_libctx = f.map(|f| core::mem::transmute::<_, core_get_libctx_fn>(f)),
+                    OSSL_FUNC_CORE_NEW_ERROR => core.new_error = f.map(|f| core::mem::transmute::<_, core_new_error_fn>(f)),
+                    OSSL_FUNC_CORE_SET_ERROR_DEBUG => {
+                        core.set_error_debug = f.map(|f| core::mem::transmute::<_, core_set_error_debug_fn>(f))
+                    }
+                    OSSL_FUNC_CORE_VSET_ERROR => core.vset_error = f.map(|f| core::mem::transmute::<_, core_vset_error_fn>(f)),
+                    _ => {}
+                }
+                dispatch = dispatch.add(1);
+            }
+        }
+        core
+    }
+
+    /// The application's library context this provider instance was loaded into.
+    ///
+    /// The core returns an opaque `OPENSSL_CORE_CTX *`; when the provider runs in the same
+    /// libcrypto as the application it is that application's `OSSL_LIB_CTX *` (the public
+    /// contract peers rely on to load the default provider next to themselves).
+    pub fn libctx(&self) -> *mut OSSL_LIB_CTX {
+        match self.get_libctx {
+            // SAFETY: valid core function with our handle.
+            Some(f) => unsafe { f(self.handle) }.cast(),
+            None => core::ptr::null_mut(),
+        }
+    }
+
+    /// Puts a new error with our reason code (and optional detail text) on the thread's queue.
+    pub fn raise(&self, reason: KaeError, detail: Option<&str>) {
+        let (Some(new_error), Some(vset)) = (self.new_error, self.vset_error) else { return };
+        // SAFETY: core functions with our handle. A NULL format means the va_list argument is
+        // never read, so passing NULL for it is fine on every ABI we target.
+        unsafe {
+            new_error(self.handle);
+            if let Some(dbg) = self.set_error_debug {
+                dbg(self.handle, c"kae".as_ptr(), 0, c"kae".as_ptr());
+            }
+            vset(self.handle, reason.code(), core::ptr::null(), core::ptr::null_mut());
+            if let Some(d) = detail {
+                if let Ok(c) = std::ffi::CString::new(d) {
+                    ERR_add_error_data(1, c.as_ptr());
+                }
+            }
+        }
+        log::debug!("kae error: {}{}", reason.text(), detail.map(|d| format!(" ({d})")).unwrap_or_default());
+    }
+}
+
+/// A failure with optional detail, returned by the safe layer to the FFI boundary.
+#[derive(Debug)]
+pub struct Failure {
+    pub reason: KaeError,
+    pub detail: Option<String>,
+}
+
+impl From<KaeError> for Failure {
+    fn from(reason: KaeError) -> Self {
+        Failure { reason, detail: None }
+    }
+}
+
+impl Failure {
+    pub fn with(reason: KaeError, detail: impl Into<String>) -> Self {
+        Failure { reason, detail: Some(detail.into()) }
+    }
+}
+
+/// Runs an FFI body: catches panics, reports errors through `core`, returns `on_error` on
+/// failure. Every `extern "C"` function of the provider goes through this (or `guard_ptr`).
+pub fn guard<T, E: Into<Failure>>(core: Option<&Core>, on_error: T, body: impl FnOnce() -> Result<T, E>) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            let f: Failure = e.into();
+            if let Some(c) = core {
+                c.raise(f.reason, f.detail.as_deref());
+            }
+            on_error
+        }
+        Err(_) => {
+            if let Some(c) = core {
+                c.raise(KaeError::Panic, None);
+            }
+            on_error
+        }
+    }
+}
+
+/// `guard` for functions returning a pointer (NULL on failure).
+pub fn guard_ptr<T, E: Into<Failure>>(core: Option<&Core>, body: impl FnOnce() -> Result<*mut T, E>) -> *mut T {
+    guard(core, core::ptr::null_mut(), body)
+}
+
+/// Borrow a C string argument (NULL → None).
+///
+/// # Safety
+/// `p` is NULL or a valid NUL-terminated string that outlives `'a`.
+pub unsafe fn opt_cstr<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: caller contract.
+        unsafe { CStr::from_ptr(p) }.to_str().ok()
+    }
+}

@@ -1,0 +1,185 @@
+//! Digests (EVP_MD fetched from the application's library context) and randomness, exposed to
+//! the padding code through its `Hasher` / `RandomSource` traits.
+
+use super::sys::*;
+use crate::error::{KaeError, KaeResult};
+use crate::rsa::padding::{DigestId, Hasher, RandomSource};
+use core::ptr::NonNull;
+use std::ffi::CString;
+
+/// A fetched message digest. Cloning takes another reference.
+pub struct Md {
+    ptr: NonNull<EVP_MD>,
+    id: DigestId,
+    size: usize,
+    block: usize,
+}
+
+// SAFETY: EVP_MD objects are immutable and reference counted with atomic counters.
+unsafe impl Send for Md {}
+unsafe impl Sync for Md {}
+
+impl Md {
+    /// Fetches `name` (any OpenSSL alias) for use with RSA. Only digests RSA padding knows are
+    /// accepted.
+    pub fn fetch(libctx: *mut OSSL_LIB_CTX, name: &str, props: Option<&str>) -> KaeResult<Md> {
+        let id = DigestId::from_name(name).ok_or(KaeError::InvalidDigest)?;
+        let cname = CString::new(id.name()).map_err(|_| KaeError::InvalidDigest)?;
+        let cprops = props.map(CString::new).transpose().map_err(|_| KaeError::InvalidParam)?;
+        // SAFETY: valid strings; libctx may be NULL (default context).
+        let p = unsafe { EVP_MD_fetch(libctx, cname.as_ptr(), cprops.as_ref().map_or(core::ptr::null(), |c| c.as_ptr())) };
+        let ptr = NonNull::new(p).ok_or(KaeError::FetchFailed)?;
+        // SAFETY: valid EVP_MD.
+        let (size, block) = unsafe { (EVP_MD_get_size(p), EVP_MD_get_block_size(p)) };
+        let md = Md { ptr, id, size: size.max(0) as usize, block: block.max(0) as usize };
+        if md.size != id.output_len() {
+            return Err(KaeError::InvalidDigest);
+        }
+        Ok(md)
+    }
+
+    pub fn as_ptr(&self) -> *const EVP_MD {
+        self.ptr.as_ptr()
+    }
+
+    pub fn id(&self) -> DigestId {
+        self.id
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
+
+impl Clone for Md {
+    fn clone(&self) -> Self {
+        // SAFETY: valid EVP_MD; up_ref never fails for fetched digests.
+        unsafe { EVP_MD_up_ref(self.ptr.as_ptr()) };
+        Md { ptr: self.ptr, id: self.id, size: self.size, block: self.block }
+    }
+}
+
+impl Drop for Md {
+    fn drop(&mut self) {
+        // SAFETY: we hold one reference.
+        unsafe { EVP_MD_free(self.ptr.as_ptr()) }
+    }
+}
+
+impl Hasher for Md {
+    fn id(&self) -> DigestId {
+        self.id
+    }
+    fn output_len(&self) -> usize {
+        self.size
+    }
+    fn block_len(&self) -> usize {
+        self.block
+    }
+    fn hash(&self, parts: &[&[u8]], out: &mut [u8]) -> KaeResult<()> {
+        let mut ctx = MdCtx::new()?;
+        ctx.init(self)?;
+        for p in parts {
+            ctx.update(p)?;
+        }
+        ctx.finalize(out)
+    }
+}
+
+/// A running digest computation.
+pub struct MdCtx(NonNull<EVP_MD_CTX>);
+
+// SAFETY: an EVP_MD_CTX is used by one thread at a time (we hold it by &mut).
+unsafe impl Send for MdCtx {}
+
+impl MdCtx {
+    pub fn new() -> KaeResult<Self> {
+        // SAFETY: allocation.
+        NonNull::new(unsafe { EVP_MD_CTX_new() }).map(MdCtx).ok_or(KaeError::OutOfMemory)
+    }
+
+    pub fn as_ptr(&self) -> *mut EVP_MD_CTX {
+        self.0.as_ptr()
+    }
+
+    pub fn init(&mut self, md: &Md) -> KaeResult<()> {
+        // SAFETY: valid ctx and md.
+        if unsafe { EVP_DigestInit_ex2(self.as_ptr(), md.as_ptr(), core::ptr::null()) } == 1 {
+            Ok(())
+        } else {
+            Err(KaeError::InvalidDigest)
+        }
+    }
+
+    pub fn update(&mut self, data: &[u8]) -> KaeResult<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: valid ctx; data valid for len bytes.
+        if unsafe { EVP_DigestUpdate(self.as_ptr(), data.as_ptr().cast(), data.len()) } == 1 {
+            Ok(())
+        } else {
+            Err(KaeError::Internal)
+        }
+    }
+
+    /// Finishes into `out`, which must be exactly the digest length.
+    pub fn finalize(&mut self, out: &mut [u8]) -> KaeResult<()> {
+        let mut buf = [0u8; 64];
+        let mut len = 0u32;
+        // SAFETY: buf holds EVP_MAX_MD_SIZE (64) bytes.
+        if unsafe { EVP_DigestFinal_ex(self.as_ptr(), buf.as_mut_ptr(), &mut len) } != 1 {
+            return Err(KaeError::Internal);
+        }
+        if len as usize != out.len() {
+            return Err(KaeError::InvalidDigestLength);
+        }
+        out.copy_from_slice(&buf[..len as usize]);
+        Ok(())
+    }
+
+    pub fn try_clone(&self) -> KaeResult<Self> {
+        let n = Self::new()?;
+        // SAFETY: both valid.
+        if unsafe { EVP_MD_CTX_copy_ex(n.as_ptr(), self.as_ptr()) } == 1 {
+            Ok(n)
+        } else {
+            Err(KaeError::Internal)
+        }
+    }
+}
+
+impl Drop for MdCtx {
+    fn drop(&mut self) {
+        // SAFETY: owned.
+        unsafe { EVP_MD_CTX_free(self.0.as_ptr()) }
+    }
+}
+
+/// Randomness from the application's library context: the public DRBG for padding bytes,
+/// the private DRBG for secrets (blinding factors, premaster fallbacks).
+pub struct Rng {
+    pub libctx: *mut OSSL_LIB_CTX,
+    pub private: bool,
+}
+
+impl RandomSource for Rng {
+    fn fill(&self, buf: &mut [u8]) -> KaeResult<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: buf valid for its length; libctx is NULL or the app's context.
+        let r = unsafe {
+            if self.private {
+                RAND_priv_bytes_ex(self.libctx, buf.as_mut_ptr(), buf.len(), 0)
+            } else {
+                RAND_bytes_ex(self.libctx, buf.as_mut_ptr(), buf.len(), 0)
+            }
+        };
+        if r == 1 {
+            Ok(())
+        } else {
+            Err(KaeError::RandomFailure)
+        }
+    }
+}

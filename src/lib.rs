@@ -1,0 +1,24 @@
+//! kae: an OpenSSL 3 provider that takes RSA off the application's CPU thread.
+//!
+//! Layout (see ARCHITECTURE.md): `ffi` is the only module with raw OpenSSL pointers;
+//! `provider`, `keymgmt`, `signature`, `asym_cipher` are the dispatch-table modules (thin
+//! `extern "C"` shims over safe code); `rsa` holds the key object, arithmetic and padding;
+//! `backend` is the seam to the CPU / hardware executors.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![allow(clippy::missing_safety_doc)]
+
+extern crate openssl_sys;
+
+pub mod asym_cipher;
+pub mod backend;
+pub mod error;
+pub mod ffi;
+pub mod keymgmt;
+pub mod logging;
+pub mod names;
+pub mod provider;
+pub mod rsa;
+pub mod signature;
+pub mod stats;
+
+pub use provider::OSSL_provider_init;

@@ -1,0 +1,280 @@
+//! The RSA key object kae owns. It is filled only through OSSL_PARAM import or our own key
+//! generation: nothing here depends on OpenSSL's private RSA structure.
+
+use crate::error::{KaeError, KaeResult};
+use crate::ffi::bn::{arith, BigNum, BnCtx, MontCtx};
+use crate::rsa::padding::pss::SaltLen;
+use crate::rsa::padding::DigestId;
+use std::sync::{Mutex, OnceLock};
+
+/// Smallest modulus accepted for any operation (OpenSSL's RSA_MIN_MODULUS_BITS).
+pub const MIN_MODULUS_BITS: usize = 512;
+/// Largest modulus accepted (OpenSSL's OPENSSL_RSA_MAX_MODULUS_BITS).
+pub const MAX_MODULUS_BITS: usize = 16384;
+/// Above this modulus size the public exponent is limited to 64 bits (OpenSSL's rule,
+/// which bounds the cost of a public operation an attacker can request).
+pub const SMALL_MODULUS_BITS: usize = 3072;
+pub const MAX_PUBEXP_BITS: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyType {
+    Rsa,
+    RsaPss,
+}
+
+impl KeyType {
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyType::Rsa => "RSA",
+            KeyType::RsaPss => "RSA-PSS",
+        }
+    }
+}
+
+/// RSASSA-PSS key restrictions (RFC 4055 §3.1 parameters carried by an RSA-PSS key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PssRestrictions {
+    pub md: DigestId,
+    pub mgf1_md: DigestId,
+    /// Minimum salt length for signatures made with this key.
+    pub min_saltlen: usize,
+}
+
+impl PssRestrictions {
+    /// The defaults of RFC 8017 A.2.3: SHA-1, MGF1-SHA-1, 20-byte salt.
+    pub fn defaults() -> Self {
+        PssRestrictions { md: DigestId::Sha1, mgf1_md: DigestId::Sha1, min_saltlen: 20 }
+    }
+    pub fn salt(&self) -> SaltLen {
+        SaltLen::Fixed(self.min_saltlen)
+    }
+}
+
+/// Precomputed Montgomery contexts for the modulus and (when present) the two primes.
+pub struct MontCache {
+    pub n: MontCtx,
+    pub pq: Option<(MontCtx, MontCtx)>,
+}
+
+/// A blinding pair kept in Montgomery form: `a = r^e · R`, `ai = r^-1 · R` (mod n).
+pub struct Blinding {
+    pub a: BigNum,
+    pub ai: BigNum,
+    pub uses: u32,
+}
+
+pub struct RsaKey {
+    pub kind: KeyType,
+    pub n: Option<BigNum>,
+    pub e: Option<BigNum>,
+    pub d: Option<BigNum>,
+    /// Prime factors p, q (and further primes of multi-prime keys).
+    pub primes: Vec<BigNum>,
+    /// CRT exponents d mod (p-1), d mod (q-1), ...
+    pub exps: Vec<BigNum>,
+    /// CRT coefficients q^-1 mod p, ...
+    pub coeffs: Vec<BigNum>,
+    /// RSA-PSS restrictions (None: unrestricted).
+    pub pss: Option<PssRestrictions>,
+    mont: OnceLock<Result<MontCache, KaeError>>,
+    pub(crate) blindings: Mutex<Vec<Blinding>>,
+}
+
+impl RsaKey {
+    pub fn empty(kind: KeyType) -> Self {
+        RsaKey {
+            kind,
+            n: None,
+            e: None,
+            d: None,
+            primes: Vec::new(),
+            exps: Vec::new(),
+            coeffs: Vec::new(),
+            pss: None,
+            mont: OnceLock::new(),
+            blindings: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn has_public(&self) -> bool {
+        self.n.is_some() && self.e.is_some()
+    }
+
+    pub fn has_private(&self) -> bool {
+        self.n.is_some() && (self.d.is_some() || self.has_crt())
+    }
+
+    /// Two-prime CRT components present.
+    pub fn has_crt(&self) -> bool {
+        self.primes.len() == 2 && self.exps.len() == 2 && self.coeffs.len() == 1
+    }
+
+    pub fn n(&self) -> KaeResult<&BigNum> {
+        self.n.as_ref().ok_or(KaeError::MissingPublicKey)
+    }
+
+    pub fn e(&self) -> KaeResult<&BigNum> {
+        self.e.as_ref().ok_or(KaeError::MissingPublicKey)
+    }
+
+    pub fn bits(&self) -> usize {
+        self.n.as_ref().map_or(0, |n| n.num_bits())
+    }
+
+    /// Modulus length in bytes (the size of every signature and ciphertext).
+    pub fn size(&self) -> usize {
+        self.bits().div_ceil(8)
+    }
+
+    /// NIST SP 800-56B / SP 800-57 security strength for the modulus size (the same table
+    /// and formula OpenSSL uses), in bits.
+    pub fn security_bits(&self) -> u32 {
+        security_bits_for(self.bits())
+    }
+
+    /// Montgomery contexts, built once per key on first use.
+    pub fn mont(&self) -> KaeResult<&MontCache> {
+        let r = self.mont.get_or_init(|| {
+            let ctx = BnCtx::new()?;
+            let n = MontCtx::new(self.n()?, &ctx)?;
+            let pq = if self.has_crt() {
+                Some((MontCtx::new(&self.primes[0], &ctx)?, MontCtx::new(&self.primes[1], &ctx)?))
+            } else {
+                None
+            };
+            Ok(MontCache { n, pq })
+        });
+        r.as_ref().map_err(|e| *e)
+    }
+
+    /// Copy of the selected parts (for keymgmt dup).
+    pub fn dup(&self, public: bool, private: bool, params: bool) -> KaeResult<RsaKey> {
+        let mut k = RsaKey::empty(self.kind);
+        if public || private {
+            k.n = self.n.as_ref().map(|b| b.dup(false)).transpose()?;
+            k.e = self.e.as_ref().map(|b| b.dup(false)).transpose()?;
+        }
+        if private {
+            k.d = self.d.as_ref().map(|b| b.dup(true)).transpose()?;
+            k.primes = self.primes.iter().map(|b| b.dup(true)).collect::<KaeResult<_>>()?;
+            k.exps = self.exps.iter().map(|b| b.dup(true)).collect::<KaeResult<_>>()?;
+            k.coeffs = self.coeffs.iter().map(|b| b.dup(true)).collect::<KaeResult<_>>()?;
+        }
+        if params {
+            k.pss = self.pss;
+        }
+        Ok(k)
+    }
+
+    /// Cheap structural checks done on import: sizes in range, n odd, e odd and > 1.
+    pub fn check_public_shape(&self) -> KaeResult<()> {
+        let n = self.n()?;
+        let e = self.e()?;
+        let bits = n.num_bits();
+        if n.is_negative() || !n.is_odd() || bits < 2 {
+            return Err(KaeError::InvalidModulus);
+        }
+        if bits > MAX_MODULUS_BITS {
+            return Err(KaeError::KeyTooLarge);
+        }
+        if e.is_negative() || !e.is_odd() || e.is_one() || e.cmp_vartime(n) != core::cmp::Ordering::Less {
+            return Err(KaeError::BadPublicExponent);
+        }
+        if bits > SMALL_MODULUS_BITS && e.num_bits() > MAX_PUBEXP_BITS {
+            return Err(KaeError::BadPublicExponent);
+        }
+        Ok(())
+    }
+
+    /// Full validation: public shape, private components consistent with n and e, primes
+    /// prime, and (for keypairs) a sign/verify round trip.
+    pub fn validate(&self, check_public: bool, check_private: bool, pairwise: bool) -> KaeResult<()> {
+        if check_public || pairwise {
+            self.check_public_shape()?;
+        }
+        if check_private {
+            let d = self.d.as_ref().ok_or(KaeError::MissingPrivateKey)?;
+            if d.is_zero() || d.is_negative() || d.cmp_vartime(self.n()?) != core::cmp::Ordering::Less {
+                return Err(KaeError::InvalidKey);
+            }
+        }
+        if pairwise {
+            self.check_factors()?;
+            crate::rsa::ops::pairwise_test(self)?;
+        }
+        Ok(())
+    }
+
+    /// n = p·q, d·e ≡ 1 (mod λ(n)), dp/dq/qinv consistent, both primes prime.
+    fn check_factors(&self) -> KaeResult<()> {
+        if self.primes.is_empty() {
+            // No factors: the round trip in pairwise_test is the only check possible.
+            return Ok(());
+        }
+        if self.primes.len() != 2 {
+            return Err(KaeError::UnsupportedPrimeCount);
+        }
+        let ctx = BnCtx::new()?;
+        let n = self.n()?;
+        let e = self.e()?;
+        let (p, q) = (&self.primes[0], &self.primes[1]);
+        let t = BigNum::new_secret()?;
+        arith::mul(&t, p, q, &ctx)?;
+        if t.cmp_vartime(n) != core::cmp::Ordering::Equal {
+            return Err(KaeError::InconsistentKey);
+        }
+        if !arith::is_prime(p, &ctx)? || !arith::is_prime(q, &ctx)? {
+            return Err(KaeError::InconsistentKey);
+        }
+        let p1 = p.dup(true)?;
+        arith::sub_word(&p1, 1)?;
+        let q1 = q.dup(true)?;
+        arith::sub_word(&q1, 1)?;
+        if let Some(d) = &self.d {
+            // d·e mod (p-1) == 1 and mod (q-1) == 1  ⇔  d·e ≡ 1 (mod λ(n)).
+            for m in [&p1, &q1] {
+                arith::mod_mul(&t, d, e, m, &ctx)?;
+                if !t.is_one() {
+                    return Err(KaeError::InconsistentKey);
+                }
+            }
+        }
+        if self.exps.len() == 2 && self.coeffs.len() == 1 {
+            // dp·e ≡ 1 (mod p-1), dq·e ≡ 1 (mod q-1), qinv·q ≡ 1 (mod p).
+            for (dx, m) in [(&self.exps[0], &p1), (&self.exps[1], &q1)] {
+                arith::mod_mul(&t, dx, e, m, &ctx)?;
+                if !t.is_one() {
+                    return Err(KaeError::InconsistentKey);
+                }
+            }
+            arith::mod_mul(&t, &self.coeffs[0], q, p, &ctx)?;
+            if !t.is_one() {
+                return Err(KaeError::InconsistentKey);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// SP 800-56B rev2 Appendix D / SP 800-57: security strength of an RSA modulus.
+pub fn security_bits_for(bits: usize) -> u32 {
+    // Canonical values listed in the standards, then the SP 800-56B approximation
+    // E = (1.923 · cbrt(n·ln2) · (ln(n·ln2))^(2/3) − 4.69) / ln2, rounded down to a multiple of
+    // 8 and capped, as OpenSSL computes it.
+    match bits {
+        2048 => return 112,
+        3072 => return 128,
+        4096 => return 152,
+        6144 => return 176,
+        7680 => return 192,
+        8192 => return 200,
+        15360 => return 256,
+        b if b < 8 => return 0,
+        _ => {}
+    }
+    let cap = if bits <= 7680 { 192 } else if bits <= 15360 { 256 } else { 1024 };
+    let x = bits as f64 * core::f64::consts::LN_2;
+    let e = (1.923 * x.cbrt() * x.ln().powf(2.0 / 3.0) - 4.69) / core::f64::consts::LN_2;
+    let v = (e.max(0.0) as u32) & !7;
+    v.min(cap)
+}

@@ -1,0 +1,287 @@
+//! Raw RSA operations on the CPU with libcrypto's constant-time Montgomery arithmetic.
+//!
+//! Private operations (RFC 8017 §5.1.2 RSADP / §5.2.1 RSASP1):
+//! 1. blind the input with a fresh-or-refreshed pair (r^e, r^-1),
+//! 2. exponentiate with CRT (`BN_mod_exp_mont_consttime_x2` when p and q have the same size),
+//! 3. verify the result with the public exponent before releasing it; on mismatch (a fault)
+//!    recompute without CRT, as OpenSSL does,
+//! 4. unblind.
+
+use crate::error::{KaeError, KaeResult};
+use crate::ffi::bn::{arith, BigNum, BnCtx};
+use crate::rsa::key::{Blinding, RsaKey};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A blinding pair is refreshed (new r) after this many uses; in between it is updated by
+/// squaring, which is much cheaper than an inversion.
+const BLINDING_MAX_USES: u32 = 32;
+/// Blinding pairs kept per key (one per concurrently signing thread is enough).
+const BLINDING_POOL: usize = 16;
+
+/// Faults detected by the CRT verification (exposed to counters/tests).
+pub static CRT_FAULTS: AtomicU64 = AtomicU64::new(0);
+
+/// Converts the big-endian input to a number and checks it is below the modulus.
+fn input_below_modulus(key: &RsaKey, input: &[u8], secret: bool) -> KaeResult<BigNum> {
+    let n = key.n()?;
+    if input.len() > key.size() {
+        return Err(KaeError::DataTooLargeForKeySize);
+    }
+    let x = BigNum::from_be_bytes(input, secret)?;
+    if x.cmp_vartime(n) != core::cmp::Ordering::Less {
+        return Err(KaeError::DataTooLargeForModulus);
+    }
+    Ok(x)
+}
+
+/// RSAEP / RSAVP1: out = input^e mod n. `out.len()` must be the modulus size.
+pub fn public_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
+    key.check_public_shape()?;
+    if out.len() != key.size() {
+        return Err(KaeError::BufferTooSmall);
+    }
+    let x = input_below_modulus(key, input, false)?;
+    let ctx = BnCtx::new()?;
+    let mont = key.mont()?;
+    let r = BigNum::new()?;
+    arith::mod_exp_vartime(&r, &x, key.e()?, key.n()?, &mont.n, &ctx)?;
+    r.write_be_padded(out)
+}
+
+fn new_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
+    let n = key.n()?;
+    let mont = &key.mont()?.n;
+    let r = BigNum::new_secret()?;
+    let ri = BigNum::new_secret()?;
+    // r uniform in [1, n): retry the (negligible) zero case and non-invertible r.
+    loop {
+        arith::priv_rand_range(&r, n, ctx)?;
+        if r.is_zero() {
+            continue;
+        }
+        if arith::mod_inverse(&ri, &r, n, ctx).is_ok() {
+            break;
+        }
+    }
+    let a = BigNum::new_secret()?;
+    arith::mod_exp_vartime(&a, &r, key.e()?, n, mont, ctx)?; // r^e: r is random, e public
+    let a_m = BigNum::new_secret()?;
+    let ai_m = BigNum::new_secret()?;
+    arith::to_mont(&a_m, &a, mont, ctx)?;
+    arith::to_mont(&ai_m, &ri, mont, ctx)?;
+    Ok(Blinding { a: a_m, ai: ai_m, uses: 0 })
+}
+
+fn take_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
+    let pooled = key.blindings.lock().ok().and_then(|mut v| v.pop());
+    match pooled {
+        Some(mut b) if b.uses < BLINDING_MAX_USES => {
+            // (r^e)^2 = (r^2)^e and (r^-1)^2 = (r^2)^-1: still a matching pair.
+            let mont = &key.mont()?.n;
+            let a2 = BigNum::new_secret()?;
+            let ai2 = BigNum::new_secret()?;
+            arith::mod_mul_mont(&a2, &b.a, &b.a, mont, ctx)?;
+            arith::mod_mul_mont(&ai2, &b.ai, &b.ai, mont, ctx)?;
+            b.a = a2;
+            b.ai = ai2;
+            b.uses += 1;
+            Ok(b)
+        }
+        _ => new_blinding(key, ctx),
+    }
+}
+
+fn return_blinding(key: &RsaKey, b: Blinding) {
+    if let Ok(mut v) = key.blindings.lock() {
+        if v.len() < BLINDING_POOL {
+            v.push(b);
+        }
+    }
+}
+
+/// RSADP / RSASP1 with blinding, CRT and the fault check. `out.len()` must be the modulus
+/// size; `input` must be below n (checked).
+pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
+    if !key.has_private() {
+        return Err(KaeError::MissingPrivateKey);
+    }
+    key.check_public_shape()?; // blinding and the fault check need e
+    if out.len() != key.size() {
+        return Err(KaeError::BufferTooSmall);
+    }
+    let n = key.n()?;
+    let e = key.e()?;
+    let ctx = BnCtx::new()?;
+    let mont = key.mont()?;
+    let x = input_below_modulus(key, input, true)?;
+
+    // 1. Blind: xb = x · r^e mod n.
+    let blinding = take_blinding(key, &ctx)?;
+    let xb = BigNum::new_secret()?;
+    arith::mod_mul_mont(&xb, &x, &blinding.a, &mont.n, &ctx)?;
+
+    // 2. Exponentiate.
+    let y = BigNum::new_secret()?;
+    let used_crt = if let Some((mp, mq)) = &mont.pq {
+        crt_exp(key, &xb, &y, mp, mq, &ctx)?;
+        true
+    } else {
+        let d = key.d.as_ref().ok_or(KaeError::MissingPrivateKey)?;
+        arith::mod_exp_consttime(&y, &xb, d, n, &mont.n, &ctx)?;
+        false
+    };
+
+    // 3. Fault check: y^e must give back the blinded input.
+    let check = BigNum::new()?;
+    arith::mod_exp_vartime(&check, &y, e, n, &mont.n, &ctx)?;
+    if !arith::eq_consttime(&check, &xb, key.size())? {
+        CRT_FAULTS.fetch_add(1, Ordering::Relaxed);
+        log::warn!("kae: RSA {} result failed verification; recomputing without CRT", if used_crt { "CRT" } else { "plain" });
+        let d = key.d.as_ref().ok_or(KaeError::FaultDetected)?;
+        arith::mod_exp_consttime(&y, &xb, d, n, &mont.n, &ctx)?;
+        arith::mod_exp_vartime(&check, &y, e, n, &mont.n, &ctx)?;
+        if !arith::eq_consttime(&check, &xb, key.size())? {
+            return Err(KaeError::FaultDetected);
+        }
+    }
+
+    // 4. Unblind: y · r^-1 mod n.
+    let out_bn = BigNum::new_secret()?;
+    arith::mod_mul_mont(&out_bn, &y, &blinding.ai, &mont.n, &ctx)?;
+    return_blinding(key, blinding);
+    out_bn.write_be_padded(out)
+}
+
+/// Garner's CRT recombination (RFC 8017 §5.1.2 step 2.b):
+/// m1 = c^dP mod p, m2 = c^dQ mod q, h = qInv·(m1 − m2) mod p, m = m2 + q·h.
+fn crt_exp(key: &RsaKey, c: &BigNum, m: &BigNum, mp: &crate::ffi::bn::MontCtx, mq: &crate::ffi::bn::MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+    let (p, q) = (&key.primes[0], &key.primes[1]);
+    let (dp, dq) = (&key.exps[0], &key.exps[1]);
+    let qinv = &key.coeffs[0];
+    let cp = BigNum::new_secret()?;
+    let cq = BigNum::new_secret()?;
+    arith::nnmod(&cp, c, p, ctx)?;
+    arith::nnmod(&cq, c, q, ctx)?;
+    let m1 = BigNum::new_secret()?;
+    let m2 = BigNum::new_secret()?;
+    if p.num_bits() == q.num_bits() {
+        // One call for both halves: libcrypto runs them side by side (AVX-512 IFMA when the
+        // CPU has it and the size is supported, two plain consttime exponentiations otherwise).
+        arith::mod_exp_consttime_x2(&m1, &cp, dp, p, mp, &m2, &cq, dq, q, mq, ctx)?;
+    } else {
+        arith::mod_exp_consttime(&m1, &cp, dp, p, mp, ctx)?;
+        arith::mod_exp_consttime(&m2, &cq, dq, q, mq, ctx)?;
+    }
+    let h = BigNum::new_secret()?;
+    arith::mod_sub(&h, &m1, &m2, p, ctx)?;
+    let t = BigNum::new_secret()?;
+    arith::mod_mul(&t, &h, qinv, p, ctx)?;
+    let qh = BigNum::new_secret()?;
+    arith::mul(&qh, &t, q, ctx)?;
+    arith::add(m, &qh, &m2)
+}
+
+/// Pairwise consistency test: a private operation on a random value must invert the public one.
+pub fn pairwise_test(key: &RsaKey) -> KaeResult<()> {
+    let k = key.size();
+    let mut msg = vec![0u8; k];
+    // A fixed, non-trivial value below n: 0x00 0x01 0x02 ... (leading zero keeps it < n).
+    for (i, b) in msg.iter_mut().enumerate().skip(1) {
+        *b = (i as u8).wrapping_mul(31).wrapping_add(7);
+    }
+    let mut sig = vec![0u8; k];
+    let mut back = vec![0u8; k];
+    private_op(key, &msg, &mut sig).map_err(|_| KaeError::PairwiseCheckFailed)?;
+    public_op(key, &sig, &mut back).map_err(|_| KaeError::PairwiseCheckFailed)?;
+    if back != msg {
+        return Err(KaeError::PairwiseCheckFailed);
+    }
+    Ok(())
+}
+
+/// Key generation (FIPS 186-4 B.3.3 style): two primes of half the size each with the top two
+/// bits set (so n has exactly `bits` bits), gcd(p−1, e) = gcd(q−1, e) = 1, |p − q| large,
+/// d = e^-1 mod lcm(p−1, q−1) with d > 2^(bits/2).
+pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> KaeResult<RsaKey> {
+    use crate::rsa::key::{MAX_MODULUS_BITS, MIN_MODULUS_BITS};
+    if bits < MIN_MODULUS_BITS {
+        return Err(KaeError::KeyTooSmall);
+    }
+    if bits > MAX_MODULUS_BITS {
+        return Err(KaeError::KeyTooLarge);
+    }
+    if !e_value.is_odd() || e_value.is_one() || e_value.num_bits() > MAX_MODULUS_BITS / 2 {
+        return Err(KaeError::BadPublicExponent);
+    }
+    let ctx = BnCtx::new()?;
+    let pbits = bits.div_ceil(2);
+    let qbits = bits - pbits;
+    let one_gcd = |x: &BigNum| -> KaeResult<bool> {
+        let x1 = x.dup(true)?;
+        arith::sub_word(&x1, 1)?;
+        let g = BigNum::new()?;
+        arith::gcd(&g, &x1, e_value, &ctx)?;
+        Ok(g.is_one())
+    };
+    for _attempt in 0..64 {
+        let p = BigNum::new_secret()?;
+        let q = BigNum::new_secret()?;
+        loop {
+            arith::generate_prime(&p, pbits, &ctx)?;
+            if one_gcd(&p)? {
+                break;
+            }
+        }
+        loop {
+            arith::generate_prime(&q, qbits, &ctx)?;
+            if one_gcd(&q)? {
+                break;
+            }
+        }
+        // |p − q| > 2^(bits/2 − 100) (FIPS 186-4 B.3.3 step 5.4).
+        let diff = BigNum::new_secret()?;
+        arith::sub(&diff, &p, &q)?;
+        if diff.num_bits() + 100 <= bits / 2 {
+            continue;
+        }
+        // Keep p > q (conventional; qInv = q^-1 mod p).
+        let (p, q) = if p.cmp_vartime(&q) == core::cmp::Ordering::Less { (q, p) } else { (p, q) };
+        let n = BigNum::new()?;
+        arith::mul(&n, &p, &q, &ctx)?;
+        if n.num_bits() != bits {
+            continue;
+        }
+        let p1 = p.dup(true)?;
+        arith::sub_word(&p1, 1)?;
+        let q1 = q.dup(true)?;
+        arith::sub_word(&q1, 1)?;
+        // λ(n) = (p−1)(q−1) / gcd(p−1, q−1)
+        let g = BigNum::new_secret()?;
+        arith::gcd(&g, &p1, &q1, &ctx)?;
+        let prod = BigNum::new_secret()?;
+        arith::mul(&prod, &p1, &q1, &ctx)?;
+        let lambda = BigNum::new_secret()?;
+        arith::div(&lambda, &prod, &g, &ctx)?;
+        let d = BigNum::new_secret()?;
+        arith::mod_inverse(&d, e_value, &lambda, &ctx)?;
+        if d.num_bits() <= bits / 2 {
+            continue;
+        }
+        let dp = BigNum::new_secret()?;
+        let dq = BigNum::new_secret()?;
+        arith::nnmod(&dp, &d, &p1, &ctx)?;
+        arith::nnmod(&dq, &d, &q1, &ctx)?;
+        let qinv = BigNum::new_secret()?;
+        arith::mod_inverse(&qinv, &q, &p, &ctx)?;
+        let mut key = RsaKey::empty(kind);
+        key.n = Some(n);
+        key.e = Some(e_value.dup(false)?);
+        key.d = Some(d);
+        key.primes = vec![p, q];
+        key.exps = vec![dp, dq];
+        key.coeffs = vec![qinv];
+        pairwise_test(&key)?;
+        return Ok(key);
+    }
+    Err(KaeError::KeyGenFailed)
+}

@@ -38,7 +38,8 @@ impl CipherCtx {
     }
 
     fn fetch(&self, name: &str, props: Option<&str>) -> Result<Md, Failure> {
-        Md::fetch(self.prov.libctx, name, props).map_err(|e| Failure::with(e, format!("digest={name}")))
+        Md::fetch(self.prov.libctx, name, props)
+            .map_err(|e| Failure::with(e, format!("digest={name}")))
     }
 
     fn oaep_md(&mut self) -> Result<Md, Failure> {
@@ -49,14 +50,22 @@ impl CipherCtx {
         Ok(self.oaep_md.clone().ok_or(KaeError::Internal)?)
     }
 
-    fn init(&mut self, keydata: *mut c_void, params: *const OSSL_PARAM, decrypt: bool) -> Result<(), Failure> {
+    fn init(
+        &mut self,
+        keydata: *mut c_void,
+        params: *const OSSL_PARAM,
+        decrypt: bool,
+    ) -> Result<(), Failure> {
         // SAFETY: keydata is NULL (keep current key) or ours.
         if let Some(obj) = unsafe { KeyObj::from_ptr(keydata) } {
             self.key = Some(obj.key.clone());
         }
         let key = self.key()?;
         if key.kind == KeyType::RsaPss {
-            return Err(Failure::with(KaeError::PssRestricted, "RSA-PSS keys cannot encrypt or decrypt"));
+            return Err(Failure::with(
+                KaeError::PssRestricted,
+                "RSA-PSS keys cannot encrypt or decrypt",
+            ));
         }
         if !key.has_public() {
             return Err(KaeError::MissingPublicKey.into());
@@ -79,13 +88,20 @@ impl CipherCtx {
         if let Some(p) = params.locate(c"pad-mode") {
             let mode = if p.data_type() == OSSL_PARAM_UTF8_STRING {
                 let s = p.get_utf8()?;
-                PadMode::from_name(s).ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={s}")))?
+                PadMode::from_name(s).ok_or_else(|| {
+                    Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={s}"))
+                })?
             } else {
                 let v = p.get_int()?;
-                PadMode::from_int(v).ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={v}")))?
+                PadMode::from_int(v).ok_or_else(|| {
+                    Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={v}"))
+                })?
             };
             if matches!(mode, PadMode::Pss | PadMode::X931) {
-                return Err(Failure::with(KaeError::InvalidPaddingMode, "not an encryption padding"));
+                return Err(Failure::with(
+                    KaeError::InvalidPaddingMode,
+                    "not an encryption padding",
+                ));
             }
             self.pad = mode;
         }
@@ -167,12 +183,26 @@ impl CipherCtx {
             PadMode::Oaep => {
                 let md = self.oaep_md()?;
                 let mgf1 = self.mgf1_md.clone().unwrap_or_else(|| md.clone());
-                oaep::encode(&md, &mgf1, self.label.as_deref().unwrap_or(&[]), msg, &self.prov.rng(), &mut em)?;
+                oaep::encode(
+                    &md,
+                    &mgf1,
+                    self.label.as_deref().unwrap_or(&[]),
+                    msg,
+                    &self.prov.rng(),
+                    &mut em,
+                )?;
             }
             PadMode::None => {
                 if msg.len() != k {
-                    let r = if msg.len() > k { KaeError::DataTooLargeForKeySize } else { KaeError::DataTooSmall };
-                    return Err(Failure::with(r, format!("no padding needs exactly {k} bytes")));
+                    let r = if msg.len() > k {
+                        KaeError::DataTooLargeForKeySize
+                    } else {
+                        KaeError::DataTooSmall
+                    };
+                    return Err(Failure::with(
+                        r,
+                        format!("no padding needs exactly {k} bytes"),
+                    ));
                 }
                 em.copy_from_slice(msg);
             }
@@ -187,7 +217,10 @@ impl CipherCtx {
         let key = self.key.clone().ok_or(KaeError::MissingKey)?;
         let k = key.size();
         if ct.len() > k {
-            return Err(Failure::with(KaeError::DataTooLargeForModulus, format!("ciphertext is {} bytes, modulus {k}", ct.len())));
+            return Err(Failure::with(
+                KaeError::DataTooLargeForModulus,
+                format!("ciphertext is {} bytes, modulus {k}", ct.len()),
+            ));
         }
         // Shorter ciphertexts are left-padded with zeros, as OpenSSL accepts them.
         let mut c = vec![0u8; k];
@@ -196,10 +229,17 @@ impl CipherCtx {
         backend::active().private_op(&key, &c, &mut em)?;
         let mut out = Zeroizing::new(vec![0u8; k]);
         let len = match self.pad {
-            PadMode::Pkcs1 if self.client_version != 0 => {
+            PadMode::Pkcs1 | PadMode::Pkcs1Tls if self.client_version != 0 => {
                 let mut pm = [0u8; TLS_PREMASTER_LEN];
-                let negotiated = (self.negotiated_version != 0).then_some(self.negotiated_version as u16);
-                pkcs1::decode_tls_premaster_rng(&em, self.client_version as u16, negotiated, &self.prov.private_rng(), &mut pm)?;
+                let negotiated =
+                    (self.negotiated_version != 0).then_some(self.negotiated_version as u16);
+                pkcs1::decode_tls_premaster_rng(
+                    &em,
+                    self.client_version as u16,
+                    negotiated,
+                    &self.prov.private_rng(),
+                    &mut pm,
+                )?;
                 out[..TLS_PREMASTER_LEN].copy_from_slice(&pm);
                 zeroize::Zeroize::zeroize(&mut pm);
                 TLS_PREMASTER_LEN
@@ -211,10 +251,22 @@ impl CipherCtx {
                 pkcs1::decode_type2_implicit_rejection(&sha256, &d_bytes, &c, &em, &mut out)?
             }
             PadMode::Pkcs1 => pkcs1::decode_type2(&em, &mut out)?,
+            PadMode::Pkcs1Tls => {
+                return Err(Failure::with(
+                    KaeError::InvalidTlsVersion,
+                    "TLS padding needs tls-client-version",
+                ))
+            }
             PadMode::Oaep => {
                 let md = self.oaep_md()?;
                 let mgf1 = self.mgf1_md.clone().unwrap_or_else(|| md.clone());
-                oaep::decode(&md, &mgf1, self.label.as_deref().unwrap_or(&[]), &em, &mut out)?
+                oaep::decode(
+                    &md,
+                    &mgf1,
+                    self.label.as_deref().unwrap_or(&[]),
+                    &em,
+                    &mut out,
+                )?
             }
             PadMode::None => {
                 out.copy_from_slice(&em);
@@ -224,6 +276,12 @@ impl CipherCtx {
         };
         out.truncate(len);
         Ok(out)
+    }
+
+    /// Decrypting a TLS premaster secret (RFC 5246 §7.4.7.1): constant-time version check,
+    /// random premaster instead of any padding error.
+    fn tls_mode(&self) -> bool {
+        matches!(self.pad, PadMode::Pkcs1 | PadMode::Pkcs1Tls) && self.client_version != 0
     }
 
     fn try_clone(&self) -> CipherCtx {
@@ -254,7 +312,9 @@ unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut CipherCtx> {
 
 unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {
     // SAFETY: provctx from the core.
-    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else { return core::ptr::null_mut() };
+    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
+        return core::ptr::null_mut();
+    };
     let core = prov.core;
     guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
         let ctx = CipherCtx {
@@ -277,30 +337,50 @@ unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {
 unsafe extern "C" fn rsa_cipher_freectx(ctx: *mut c_void) {
     if !ctx.is_null() {
         // SAFETY: created by Box::into_raw.
-        let _ = std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(ctx.cast::<CipherCtx>()) }));
+        let _ =
+            std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(ctx.cast::<CipherCtx>()) }));
     }
 }
 
 unsafe extern "C" fn rsa_cipher_dupctx(ctx: *mut c_void) -> *mut c_void {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return core::ptr::null_mut() };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return core::ptr::null_mut();
+    };
     let core = c.prov.core;
-    guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> { Ok(Box::into_raw(Box::new(c.try_clone())).cast()) })
+    guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
+        Ok(Box::into_raw(Box::new(c.try_clone())).cast())
+    })
 }
 
-unsafe fn op_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM, decrypt: bool) -> c_int {
+unsafe fn op_init(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+    decrypt: bool,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || c.init(key, params, decrypt).map(|_| 1))
 }
 
-unsafe extern "C" fn rsa_encrypt_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_encrypt_init(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: forwarded.
     unsafe { op_init(ctx, key, params, false) }
 }
 
-unsafe extern "C" fn rsa_decrypt_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_decrypt_init(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: forwarded.
     unsafe { op_init(ctx, key, params, true) }
 }
@@ -318,9 +398,18 @@ unsafe fn input<'a>(p: *const c_uchar, len: usize) -> Result<&'a [u8], KaeError>
     Ok(unsafe { core::slice::from_raw_parts(p, len) })
 }
 
-unsafe extern "C" fn rsa_encrypt(ctx: *mut c_void, out: *mut c_uchar, outlen: *mut usize, outsize: usize, inp: *const c_uchar, inlen: usize) -> c_int {
+unsafe extern "C" fn rsa_encrypt(
+    ctx: *mut c_void,
+    out: *mut c_uchar,
+    outlen: *mut usize,
+    outsize: usize,
+    inp: *const c_uchar,
+    inlen: usize,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         let k = c.key()?.size();
@@ -333,7 +422,10 @@ unsafe extern "C" fn rsa_encrypt(ctx: *mut c_void, out: *mut c_uchar, outlen: *m
             return Ok(1);
         }
         if outsize < k {
-            return Err(Failure::with(KaeError::BufferTooSmall, format!("need {k} bytes, have {outsize}")));
+            return Err(Failure::with(
+                KaeError::BufferTooSmall,
+                format!("need {k} bytes, have {outsize}"),
+            ));
         }
         // SAFETY: caller buffer.
         let msg = unsafe { input(inp, inlen)? };
@@ -348,9 +440,18 @@ unsafe extern "C" fn rsa_encrypt(ctx: *mut c_void, out: *mut c_uchar, outlen: *m
     })
 }
 
-unsafe extern "C" fn rsa_decrypt(ctx: *mut c_void, out: *mut c_uchar, outlen: *mut usize, outsize: usize, inp: *const c_uchar, inlen: usize) -> c_int {
+unsafe extern "C" fn rsa_decrypt(
+    ctx: *mut c_void,
+    out: *mut c_uchar,
+    outlen: *mut usize,
+    outsize: usize,
+    inp: *const c_uchar,
+    inlen: usize,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         let k = c.key()?.size();
@@ -359,17 +460,20 @@ unsafe extern "C" fn rsa_decrypt(ctx: *mut c_void, out: *mut c_uchar, outlen: *m
         }
         if out.is_null() {
             // SAFETY: valid out-pointer.
-            unsafe { *outlen = if c.pad == PadMode::Pkcs1 && c.client_version != 0 { TLS_PREMASTER_LEN } else { k } };
+            unsafe { *outlen = if c.tls_mode() { TLS_PREMASTER_LEN } else { k } };
             return Ok(1);
         }
-        if c.pad == PadMode::Pkcs1 && c.client_version != 0 && outsize < TLS_PREMASTER_LEN {
+        if c.tls_mode() && outsize < TLS_PREMASTER_LEN {
             return Err(KaeError::BufferTooSmall.into());
         }
         // SAFETY: caller buffer.
         let ct = unsafe { input(inp, inlen)? };
         let msg = c.decrypt(ct)?;
         if msg.len() > outsize {
-            return Err(Failure::with(KaeError::BufferTooSmall, format!("need {} bytes, have {outsize}", msg.len())));
+            return Err(Failure::with(
+                KaeError::BufferTooSmall,
+                format!("need {} bytes, have {outsize}", msg.len()),
+            ));
         }
         // SAFETY: out valid for outsize ≥ msg.len() bytes.
         unsafe {
@@ -382,18 +486,31 @@ unsafe extern "C" fn rsa_decrypt(ctx: *mut c_void, out: *mut c_uchar, outlen: *m
 
 unsafe extern "C" fn rsa_cipher_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     // SAFETY: core array.
-    guard(Some(&core), 0, || c.get_params(&mut unsafe { ParamsMut::from_ptr(params) }).map(|_| 1))
+    guard(Some(&core), 0, || {
+        c.get_params(&mut unsafe { ParamsMut::from_ptr(params) })
+            .map(|_| 1)
+    })
 }
 
-unsafe extern "C" fn rsa_cipher_set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_cipher_set_ctx_params(
+    ctx: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     // SAFETY: core array.
-    guard(Some(&core), 0, || c.set_params(&unsafe { Params::from_ptr(params) }).map(|_| 1))
+    guard(Some(&core), 0, || {
+        c.set_params(&unsafe { Params::from_ptr(params) })
+            .map(|_| 1)
+    })
 }
 
 static GETTABLE: ParamTable<8> = ParamTable([
@@ -421,11 +538,17 @@ static SETTABLE: ParamTable<11> = ParamTable([
     END,
 ]);
 
-unsafe extern "C" fn rsa_cipher_gettable_ctx_params(_ctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
+unsafe extern "C" fn rsa_cipher_gettable_ctx_params(
+    _ctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
     GETTABLE.as_ptr()
 }
 
-unsafe extern "C" fn rsa_cipher_settable_ctx_params(_ctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
+unsafe extern "C" fn rsa_cipher_settable_ctx_params(
+    _ctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
     SETTABLE.as_ptr()
 }
 

@@ -41,16 +41,38 @@ const MAX_PRIMES: usize = 10;
 
 // Parameter names for the factors, exponents and coefficients of (multi-prime) keys.
 const FACTOR_NAMES: [&CStr; MAX_PRIMES] = [
-    c"rsa-factor1", c"rsa-factor2", c"rsa-factor3", c"rsa-factor4", c"rsa-factor5",
-    c"rsa-factor6", c"rsa-factor7", c"rsa-factor8", c"rsa-factor9", c"rsa-factor10",
+    c"rsa-factor1",
+    c"rsa-factor2",
+    c"rsa-factor3",
+    c"rsa-factor4",
+    c"rsa-factor5",
+    c"rsa-factor6",
+    c"rsa-factor7",
+    c"rsa-factor8",
+    c"rsa-factor9",
+    c"rsa-factor10",
 ];
 const EXPONENT_NAMES: [&CStr; MAX_PRIMES] = [
-    c"rsa-exponent1", c"rsa-exponent2", c"rsa-exponent3", c"rsa-exponent4", c"rsa-exponent5",
-    c"rsa-exponent6", c"rsa-exponent7", c"rsa-exponent8", c"rsa-exponent9", c"rsa-exponent10",
+    c"rsa-exponent1",
+    c"rsa-exponent2",
+    c"rsa-exponent3",
+    c"rsa-exponent4",
+    c"rsa-exponent5",
+    c"rsa-exponent6",
+    c"rsa-exponent7",
+    c"rsa-exponent8",
+    c"rsa-exponent9",
+    c"rsa-exponent10",
 ];
 const COEFFICIENT_NAMES: [&CStr; MAX_PRIMES - 1] = [
-    c"rsa-coefficient1", c"rsa-coefficient2", c"rsa-coefficient3", c"rsa-coefficient4",
-    c"rsa-coefficient5", c"rsa-coefficient6", c"rsa-coefficient7", c"rsa-coefficient8",
+    c"rsa-coefficient1",
+    c"rsa-coefficient2",
+    c"rsa-coefficient3",
+    c"rsa-coefficient4",
+    c"rsa-coefficient5",
+    c"rsa-coefficient6",
+    c"rsa-coefficient7",
+    c"rsa-coefficient8",
     c"rsa-coefficient9",
 ];
 
@@ -86,16 +108,21 @@ fn read_pss_restrictions(params: &Params<'_>) -> Result<Option<PssRestrictions>,
     }
     let mut r = PssRestrictions::defaults();
     if let Some(m) = md {
-        r.md = DigestId::from_name(m).ok_or_else(|| Failure::with(KaeError::InvalidDigest, m.to_string()))?;
+        r.md = DigestId::from_name(m)
+            .ok_or_else(|| Failure::with(KaeError::InvalidDigest, m.to_string()))?;
     }
     // The MGF1 digest defaults to the message digest when only that is given (RFC 8017 usage).
     r.mgf1_md = match mgf1 {
-        Some(m) => DigestId::from_name(m).ok_or_else(|| Failure::with(KaeError::InvalidDigest, m.to_string()))?,
+        Some(m) => DigestId::from_name(m)
+            .ok_or_else(|| Failure::with(KaeError::InvalidDigest, m.to_string()))?,
         None => r.md,
     };
     if let Some(s) = salt {
         if s < 0 {
-            return Err(Failure::with(KaeError::InvalidSaltLength, format!("saltlen={s}")));
+            return Err(Failure::with(
+                KaeError::InvalidSaltLength,
+                format!("saltlen={s}"),
+            ));
         }
         r.min_saltlen = s as usize;
     }
@@ -105,8 +132,14 @@ fn read_pss_restrictions(params: &Params<'_>) -> Result<Option<PssRestrictions>,
 /// Fills `key` from an import parameter array.
 fn import_into(key: &mut RsaKey, selection: c_int, params: &Params<'_>) -> Result<(), Failure> {
     if selects(selection, OSSL_KEYMGMT_SELECT_KEYPAIR) {
-        let n = params.locate(c"n").ok_or(KaeError::MissingPublicKey)?.get_bn(false)?;
-        let e = params.locate(c"e").ok_or(KaeError::MissingPublicKey)?.get_bn(false)?;
+        let n = params
+            .locate(c"n")
+            .ok_or(KaeError::MissingPublicKey)?
+            .get_bn(false)?;
+        let e = params
+            .locate(c"e")
+            .ok_or(KaeError::MissingPublicKey)?
+            .get_bn(false)?;
         key.n = Some(n);
         key.e = Some(e);
         if selects(selection, OSSL_KEYMGMT_SELECT_PRIVATE_KEY) {
@@ -115,10 +148,16 @@ fn import_into(key: &mut RsaKey, selection: c_int, params: &Params<'_>) -> Resul
             key.exps = read_numbered(params, &EXPONENT_NAMES)?;
             key.coeffs = read_numbered(params, &COEFFICIENT_NAMES)?;
             if key.primes.len() == 1 {
-                return Err(Failure::with(KaeError::InconsistentKey, "only one prime factor"));
+                return Err(Failure::with(
+                    KaeError::InconsistentKey,
+                    "only one prime factor",
+                ));
             }
             if !key.primes.is_empty() && key.d.is_none() && key.exps.len() != key.primes.len() {
-                return Err(Failure::with(KaeError::MissingPrivateKey, "factors without d or CRT exponents"));
+                return Err(Failure::with(
+                    KaeError::MissingPrivateKey,
+                    "factors without d or CRT exponents",
+                ));
             }
             if key.d.is_none() && key.primes.is_empty() {
                 // Only n and e: a public key imported with the private selection.
@@ -126,7 +165,10 @@ fn import_into(key: &mut RsaKey, selection: c_int, params: &Params<'_>) -> Resul
         }
         key.check_public_shape()?;
         if let Some(d) = &key.d {
-            if d.is_zero() || d.is_negative() || d.cmp_vartime(key.n()?) != core::cmp::Ordering::Less {
+            if d.is_zero()
+                || d.is_negative()
+                || d.cmp_vartime(key.n()?) != core::cmp::Ordering::Less
+            {
                 return Err(Failure::with(KaeError::InvalidKey, "d out of range"));
             }
         }
@@ -138,7 +180,10 @@ fn import_into(key: &mut RsaKey, selection: c_int, params: &Params<'_>) -> Resul
 }
 
 /// Builds the export parameter array for the selected parts of `key`.
-fn export_params(key: &RsaKey, selection: c_int) -> Result<crate::ffi::params::OwnedParams, KaeError> {
+fn export_params(
+    key: &RsaKey,
+    selection: c_int,
+) -> Result<crate::ffi::params::OwnedParams, KaeError> {
     let mut b = ParamBuilder::new()?;
     if selects(selection, OSSL_KEYMGMT_SELECT_KEYPAIR) {
         if let (Some(n), Some(e)) = (&key.n, &key.e) {
@@ -150,7 +195,10 @@ fn export_params(key: &RsaKey, selection: c_int) -> Result<crate::ffi::params::O
                 b.push_bn(c"d", d)?;
             }
             // OpenSSL only exports factors as a complete set.
-            if key.primes.len() >= 2 && key.exps.len() == key.primes.len() && key.coeffs.len() + 1 == key.primes.len() {
+            if key.primes.len() >= 2
+                && key.exps.len() == key.primes.len()
+                && key.coeffs.len() + 1 == key.primes.len()
+            {
                 for (i, p) in key.primes.iter().enumerate() {
                     b.push_bn(FACTOR_NAMES[i], p)?;
                 }
@@ -179,10 +227,16 @@ fn export_params(key: &RsaKey, selection: c_int) -> Result<crate::ffi::params::O
 unsafe fn new_key(provctx: *mut c_void, kind: KeyType) -> *mut c_void {
     // SAFETY: provctx comes from the core.
     let prov = unsafe { ProvCtx::clone_arc(provctx) };
-    let Some(prov) = prov else { return core::ptr::null_mut() };
+    let Some(prov) = prov else {
+        return core::ptr::null_mut();
+    };
     let core = prov.core;
     guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
-        Ok(KeyObj { prov, key: Arc::new(RsaKey::empty(kind)) }.into_raw())
+        Ok(KeyObj {
+            prov,
+            key: Arc::new(RsaKey::empty(kind)),
+        }
+        .into_raw())
     })
 }
 
@@ -208,7 +262,9 @@ unsafe extern "C" fn rsa_free(keydata: *mut c_void) {
 
 unsafe extern "C" fn rsa_has(keydata: *const c_void, selection: c_int) -> c_int {
     // SAFETY: keydata is ours or NULL.
-    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else { return 0 };
+    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
+        return 0;
+    };
     guard(Some(&obj.prov.core), 0, || -> Result<c_int, KaeError> {
         let k = &obj.key;
         let mut ok = true;
@@ -225,7 +281,11 @@ unsafe extern "C" fn rsa_has(keydata: *const c_void, selection: c_int) -> c_int 
 
 unsafe extern "C" fn rsa_match(k1: *const c_void, k2: *const c_void, selection: c_int) -> c_int {
     // SAFETY: both are ours.
-    let (Some(a), Some(b)) = (unsafe { KeyObj::from_ptr(k1) }, unsafe { KeyObj::from_ptr(k2) }) else { return 0 };
+    let (Some(a), Some(b)) = (unsafe { KeyObj::from_ptr(k1) }, unsafe {
+        KeyObj::from_ptr(k2)
+    }) else {
+        return 0;
+    };
     guard(Some(&a.prov.core), 0, || -> Result<c_int, KaeError> {
         let (x, y) = (&a.key, &b.key);
         let same = |p: &Option<BigNum>, q: &Option<BigNum>| match (p, q) {
@@ -234,7 +294,9 @@ unsafe extern "C" fn rsa_match(k1: *const c_void, k2: *const c_void, selection: 
         };
         let mut ok = true;
         if selects(selection, OSSL_KEYMGMT_SELECT_KEYPAIR) {
-            if selects(selection, OSSL_KEYMGMT_SELECT_PUBLIC_KEY) || (x.d.is_none() || y.d.is_none()) {
+            if selects(selection, OSSL_KEYMGMT_SELECT_PUBLIC_KEY)
+                || (x.d.is_none() || y.d.is_none())
+            {
                 ok &= same(&x.n, &y.n) && same(&x.e, &y.e);
             } else {
                 ok &= same(&x.n, &y.n) && same(&x.d, &y.d);
@@ -244,9 +306,15 @@ unsafe extern "C" fn rsa_match(k1: *const c_void, k2: *const c_void, selection: 
     })
 }
 
-unsafe extern "C" fn rsa_validate(keydata: *const c_void, selection: c_int, _checktype: c_int) -> c_int {
+unsafe extern "C" fn rsa_validate(
+    keydata: *const c_void,
+    selection: c_int,
+    _checktype: c_int,
+) -> c_int {
     // SAFETY: keydata is ours or NULL.
-    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else { return 0 };
+    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
+        return 0;
+    };
     guard(Some(&obj.prov.core), 0, || -> Result<c_int, KaeError> {
         if selects(selection, OSSL_KEYMGMT_SELECT_KEYPAIR) && !obj.key.has_public() {
             return Err(KaeError::MissingPublicKey);
@@ -258,9 +326,15 @@ unsafe extern "C" fn rsa_validate(keydata: *const c_void, selection: c_int, _che
     })
 }
 
-unsafe extern "C" fn rsa_import(keydata: *mut c_void, selection: c_int, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_import(
+    keydata: *mut c_void,
+    selection: c_int,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: keydata is ours (fresh from new) or NULL.
-    let Some(obj) = (unsafe { KeyObj::from_ptr_mut(keydata) }) else { return 0 };
+    let Some(obj) = (unsafe { KeyObj::from_ptr_mut(keydata) }) else {
+        return 0;
+    };
     let core = obj.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         // SAFETY: the core passes a valid array.
@@ -274,9 +348,16 @@ unsafe extern "C" fn rsa_import(keydata: *mut c_void, selection: c_int, params: 
 
 type OsslCallback = unsafe extern "C" fn(params: *const OSSL_PARAM, arg: *mut c_void) -> c_int;
 
-unsafe extern "C" fn rsa_export(keydata: *mut c_void, selection: c_int, cb: Option<OsslCallback>, cbarg: *mut c_void) -> c_int {
+unsafe extern "C" fn rsa_export(
+    keydata: *mut c_void,
+    selection: c_int,
+    cb: Option<OsslCallback>,
+    cbarg: *mut c_void,
+) -> c_int {
     // SAFETY: keydata is ours or NULL.
-    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else { return 0 };
+    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
+        return 0;
+    };
     guard(Some(&obj.prov.core), 0, || -> Result<c_int, KaeError> {
         let cb = cb.ok_or(KaeError::NullParameter)?;
         let params = export_params(&obj.key, selection)?;
@@ -290,13 +371,37 @@ const fn bn(key: &'static CStr) -> OSSL_PARAM {
 }
 
 static KEY_TYPES: ParamTable<32> = ParamTable([
-    bn(c"n"), bn(c"e"), bn(c"d"),
-    bn(c"rsa-factor1"), bn(c"rsa-factor2"), bn(c"rsa-factor3"), bn(c"rsa-factor4"), bn(c"rsa-factor5"),
-    bn(c"rsa-factor6"), bn(c"rsa-factor7"), bn(c"rsa-factor8"), bn(c"rsa-factor9"), bn(c"rsa-factor10"),
-    bn(c"rsa-exponent1"), bn(c"rsa-exponent2"), bn(c"rsa-exponent3"), bn(c"rsa-exponent4"), bn(c"rsa-exponent5"),
-    bn(c"rsa-exponent6"), bn(c"rsa-exponent7"), bn(c"rsa-exponent8"), bn(c"rsa-exponent9"), bn(c"rsa-exponent10"),
-    bn(c"rsa-coefficient1"), bn(c"rsa-coefficient2"), bn(c"rsa-coefficient3"), bn(c"rsa-coefficient4"),
-    bn(c"rsa-coefficient5"), bn(c"rsa-coefficient6"), bn(c"rsa-coefficient7"), bn(c"rsa-coefficient8"),
+    bn(c"n"),
+    bn(c"e"),
+    bn(c"d"),
+    bn(c"rsa-factor1"),
+    bn(c"rsa-factor2"),
+    bn(c"rsa-factor3"),
+    bn(c"rsa-factor4"),
+    bn(c"rsa-factor5"),
+    bn(c"rsa-factor6"),
+    bn(c"rsa-factor7"),
+    bn(c"rsa-factor8"),
+    bn(c"rsa-factor9"),
+    bn(c"rsa-factor10"),
+    bn(c"rsa-exponent1"),
+    bn(c"rsa-exponent2"),
+    bn(c"rsa-exponent3"),
+    bn(c"rsa-exponent4"),
+    bn(c"rsa-exponent5"),
+    bn(c"rsa-exponent6"),
+    bn(c"rsa-exponent7"),
+    bn(c"rsa-exponent8"),
+    bn(c"rsa-exponent9"),
+    bn(c"rsa-exponent10"),
+    bn(c"rsa-coefficient1"),
+    bn(c"rsa-coefficient2"),
+    bn(c"rsa-coefficient3"),
+    bn(c"rsa-coefficient4"),
+    bn(c"rsa-coefficient5"),
+    bn(c"rsa-coefficient6"),
+    bn(c"rsa-coefficient7"),
+    bn(c"rsa-coefficient8"),
     bn(c"rsa-coefficient9"),
 ]);
 
@@ -328,20 +433,28 @@ unsafe extern "C" fn rsa_pss_key_types(_selection: c_int) -> *const OSSL_PARAM {
 
 unsafe extern "C" fn rsa_dup(keydata: *const c_void, selection: c_int) -> *mut c_void {
     // SAFETY: keydata is ours or NULL.
-    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else { return core::ptr::null_mut() };
+    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
+        return core::ptr::null_mut();
+    };
     guard_ptr(Some(&obj.prov.core), || -> Result<*mut c_void, KaeError> {
         let k = obj.key.dup(
             selects(selection, OSSL_KEYMGMT_SELECT_PUBLIC_KEY),
             selects(selection, OSSL_KEYMGMT_SELECT_PRIVATE_KEY),
             selects(selection, OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS),
         )?;
-        Ok(KeyObj { prov: obj.prov.clone(), key: Arc::new(k) }.into_raw())
+        Ok(KeyObj {
+            prov: obj.prov.clone(),
+            key: Arc::new(k),
+        }
+        .into_raw())
     })
 }
 
 unsafe extern "C" fn rsa_get_params(keydata: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
     // SAFETY: keydata is ours or NULL.
-    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else { return 0 };
+    let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
+        return 0;
+    };
     guard(Some(&obj.prov.core), 0, || -> Result<c_int, KaeError> {
         let k = &obj.key;
         // SAFETY: the core passes a valid writable array.
@@ -378,7 +491,11 @@ unsafe extern "C" fn rsa_get_params(keydata: *mut c_void, params: *mut OSSL_PARA
                 p.set_bn(v)?;
             }
         }
-        for (names, vals) in [(&FACTOR_NAMES[..], &k.primes), (&EXPONENT_NAMES[..], &k.exps), (&COEFFICIENT_NAMES[..], &k.coeffs)] {
+        for (names, vals) in [
+            (&FACTOR_NAMES[..], &k.primes),
+            (&EXPONENT_NAMES[..], &k.exps),
+            (&COEFFICIENT_NAMES[..], &k.coeffs),
+        ] {
             for (name, v) in names.iter().zip(vals.iter()) {
                 if let Some(mut p) = ps.locate(name) {
                     p.set_bn(v)?;
@@ -430,7 +547,10 @@ fn gen_set_params_inner(g: &mut GenCtx, params: &Params<'_>) -> Result<(), Failu
     if let Some(p) = params.locate(c"primes") {
         g.primes = p.get_size_t()?;
         if g.primes != 2 {
-            return Err(Failure::with(KaeError::UnsupportedPrimeCount, format!("primes={}", g.primes)));
+            return Err(Failure::with(
+                KaeError::UnsupportedPrimeCount,
+                format!("primes={}", g.primes),
+            ));
         }
     }
     if let Some(p) = params.locate(c"e") {
@@ -444,37 +564,66 @@ fn gen_set_params_inner(g: &mut GenCtx, params: &Params<'_>) -> Result<(), Failu
     Ok(())
 }
 
-unsafe fn gen_init(provctx: *mut c_void, selection: c_int, params: *const OSSL_PARAM, kind: KeyType) -> *mut c_void {
+unsafe fn gen_init(
+    provctx: *mut c_void,
+    selection: c_int,
+    params: *const OSSL_PARAM,
+    kind: KeyType,
+) -> *mut c_void {
     // SAFETY: provctx comes from the core.
-    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else { return core::ptr::null_mut() };
+    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
+        return core::ptr::null_mut();
+    };
     let core = prov.core;
     guard_ptr(Some(&core), || -> Result<*mut c_void, Failure> {
-        if selection & OSSL_KEYMGMT_SELECT_KEYPAIR == 0 && selection & OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS == 0 {
+        if selection & OSSL_KEYMGMT_SELECT_KEYPAIR == 0
+            && selection & OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS == 0
+        {
             return Err(KaeError::InvalidArgument.into());
         }
-        let mut g = GenCtx { prov, kind, bits: 2048, primes: 2, e: 65537, e_bn: None, pss: None };
+        let mut g = GenCtx {
+            prov,
+            kind,
+            bits: 2048,
+            primes: 2,
+            e: 65537,
+            e_bn: None,
+            pss: None,
+        };
         // SAFETY: the core passes a valid array or NULL.
         gen_set_params_inner(&mut g, &unsafe { Params::from_ptr(params) })?;
         Ok(Box::into_raw(Box::new(g)).cast())
     })
 }
 
-unsafe extern "C" fn rsa_gen_init(provctx: *mut c_void, selection: c_int, params: *const OSSL_PARAM) -> *mut c_void {
+unsafe extern "C" fn rsa_gen_init(
+    provctx: *mut c_void,
+    selection: c_int,
+    params: *const OSSL_PARAM,
+) -> *mut c_void {
     // SAFETY: forwarded.
     unsafe { gen_init(provctx, selection, params, KeyType::Rsa) }
 }
 
-unsafe extern "C" fn rsa_pss_gen_init(provctx: *mut c_void, selection: c_int, params: *const OSSL_PARAM) -> *mut c_void {
+unsafe extern "C" fn rsa_pss_gen_init(
+    provctx: *mut c_void,
+    selection: c_int,
+    params: *const OSSL_PARAM,
+) -> *mut c_void {
     // SAFETY: forwarded.
     unsafe { gen_init(provctx, selection, params, KeyType::RsaPss) }
 }
 
 unsafe extern "C" fn rsa_gen_set_params(genctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
     // SAFETY: genctx is ours.
-    let Some(g) = (unsafe { genctx.cast::<GenCtx>().as_mut() }) else { return 0 };
+    let Some(g) = (unsafe { genctx.cast::<GenCtx>().as_mut() }) else {
+        return 0;
+    };
     let core = g.prov.core;
     // SAFETY: valid array or NULL.
-    guard(Some(&core), 0, || gen_set_params_inner(g, &unsafe { Params::from_ptr(params) }).map(|_| 1))
+    guard(Some(&core), 0, || {
+        gen_set_params_inner(g, &unsafe { Params::from_ptr(params) }).map(|_| 1)
+    })
 }
 
 static GEN_SETTABLE: ParamTable<4> = ParamTable([
@@ -494,17 +643,29 @@ static PSS_GEN_SETTABLE: ParamTable<8> = ParamTable([
     END,
 ]);
 
-unsafe extern "C" fn rsa_gen_settable_params(_genctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
+unsafe extern "C" fn rsa_gen_settable_params(
+    _genctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
     GEN_SETTABLE.as_ptr()
 }
 
-unsafe extern "C" fn rsa_pss_gen_settable_params(_genctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
+unsafe extern "C" fn rsa_pss_gen_settable_params(
+    _genctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
     PSS_GEN_SETTABLE.as_ptr()
 }
 
-unsafe extern "C" fn rsa_gen(genctx: *mut c_void, _cb: Option<OsslCallback>, _cbarg: *mut c_void) -> *mut c_void {
+unsafe extern "C" fn rsa_gen(
+    genctx: *mut c_void,
+    _cb: Option<OsslCallback>,
+    _cbarg: *mut c_void,
+) -> *mut c_void {
     // SAFETY: genctx is ours.
-    let Some(g) = (unsafe { genctx.cast::<GenCtx>().as_ref() }) else { return core::ptr::null_mut() };
+    let Some(g) = (unsafe { genctx.cast::<GenCtx>().as_ref() }) else {
+        return core::ptr::null_mut();
+    };
     guard_ptr(Some(&g.prov.core), || -> Result<*mut c_void, Failure> {
         let e = match &g.e_bn {
             Some(e) => e.dup(false)?,
@@ -513,15 +674,146 @@ unsafe extern "C" fn rsa_gen(genctx: *mut c_void, _cb: Option<OsslCallback>, _cb
         let mut key = crate::rsa::ops::generate(g.kind, g.bits, &e)
             .map_err(|r| Failure::with(r, format!("bits={}", g.bits)))?;
         key.pss = g.pss;
-        Ok(KeyObj { prov: g.prov.clone(), key: Arc::new(key) }.into_raw())
+        Ok(KeyObj {
+            prov: g.prov.clone(),
+            key: Arc::new(key),
+        }
+        .into_raw())
     })
 }
 
 unsafe extern "C" fn rsa_gen_cleanup(genctx: *mut c_void) {
     if !genctx.is_null() {
         // SAFETY: created by Box::into_raw in gen_init.
-        let _ = std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(genctx.cast::<GenCtx>()) }));
+        let _ =
+            std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(genctx.cast::<GenCtx>()) }));
     }
+}
+
+// ---- load: keys decoded by the default provider's decoders ---------------------------------
+
+/// Finds function `id` in the default provider's key management for `name`.
+fn default_keymgmt_fn(prov: &ProvCtx, name: &str, id: c_int) -> Option<unsafe extern "C" fn()> {
+    if prov.default_provider.is_null() {
+        return None;
+    }
+    let mut no_cache = 0;
+    // SAFETY: a provider we hold a reference to; its tables are static and terminated.
+    unsafe {
+        let mut a =
+            OSSL_PROVIDER_query_operation(prov.default_provider, OSSL_OP_KEYMGMT, &mut no_cache);
+        if a.is_null() {
+            return None;
+        }
+        while !(*a).algorithm_names.is_null() {
+            let names = CStr::from_ptr((*a).algorithm_names).to_string_lossy();
+            if names.split(':').next() == Some(name) {
+                let mut d = (*a).implementation;
+                while (*d).function_id != 0 {
+                    if (*d).function_id == id {
+                        return (*d).function;
+                    }
+                    d = d.add(1);
+                }
+            }
+            a = a.add(1);
+        }
+    }
+    None
+}
+
+unsafe extern "C" fn import_cb(params: *const OSSL_PARAM, arg: *mut c_void) -> c_int {
+    // SAFETY: arg is the &mut RsaKey passed by `load_via_default`.
+    let Some(key) = (unsafe { arg.cast::<RsaKey>().as_mut() }) else {
+        return 0;
+    };
+    // SAFETY: the exporter passes a valid array.
+    let params = unsafe { Params::from_ptr(params) };
+    let selection = OSSL_KEYMGMT_SELECT_KEYPAIR | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS;
+    import_into(key, selection, &params).is_ok() as c_int
+}
+
+/// Keys reach `load` as the default provider's own object references when a decoder that
+/// kae re-lists (provider=kae) produced them. We never look inside: the default provider's
+/// key management loads the reference, exports it through OSSL_PARAMs into our key, and frees
+/// its copy.
+fn load_via_default(
+    kind: KeyType,
+    reference: *const c_void,
+    size: usize,
+) -> Result<*mut c_void, Failure> {
+    type LoadFn = unsafe extern "C" fn(*const c_void, usize) -> *mut c_void;
+    type ExportFn =
+        unsafe extern "C" fn(*mut c_void, c_int, Option<OsslCallback>, *mut c_void) -> c_int;
+    type FreeFn = unsafe extern "C" fn(*mut c_void);
+    let prov =
+        crate::provider::latest_with_default().ok_or(KaeError::DefaultProviderUnavailable)?;
+    let name = kind.name();
+    let (Some(load), Some(export), Some(free)) = (
+        default_keymgmt_fn(&prov, name, OSSL_FUNC_KEYMGMT_LOAD),
+        default_keymgmt_fn(&prov, name, OSSL_FUNC_KEYMGMT_EXPORT),
+        default_keymgmt_fn(&prov, name, OSSL_FUNC_KEYMGMT_FREE),
+    ) else {
+        return Err(Failure::with(
+            KaeError::DefaultProviderUnavailable,
+            "default key management lacks load/export",
+        ));
+    };
+    // SAFETY: the ids guarantee these types (core_dispatch.h).
+    let (load, export, free): (LoadFn, ExportFn, FreeFn) = unsafe {
+        (
+            core::mem::transmute(load),
+            core::mem::transmute(export),
+            core::mem::transmute(free),
+        )
+    };
+    // SAFETY: the reference came from the default provider's decoder, which is what its
+    // load function expects.
+    let theirs = unsafe { load(reference, size) };
+    if theirs.is_null() {
+        return Err(Failure::with(
+            KaeError::InvalidKey,
+            "default provider could not load the decoded key",
+        ));
+    }
+    let mut key = RsaKey::empty(kind);
+    let all = OSSL_KEYMGMT_SELECT_KEYPAIR | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS;
+    // SAFETY: their keydata with their export; our callback fills `key`.
+    let ok = unsafe {
+        export(
+            theirs,
+            all,
+            Some(import_cb),
+            (&mut key as *mut RsaKey).cast(),
+        )
+    };
+    // SAFETY: their keydata, freed with their free.
+    unsafe { free(theirs) };
+    if ok != 1 {
+        return Err(Failure::with(
+            KaeError::InvalidKey,
+            "export from the default provider failed",
+        ));
+    }
+    Ok(KeyObj {
+        prov,
+        key: Arc::new(key),
+    }
+    .into_raw())
+}
+
+unsafe extern "C" fn rsa_load(reference: *const c_void, size: usize) -> *mut c_void {
+    let core = crate::provider::latest_with_default().map(|p| p.core);
+    guard_ptr(core.as_ref(), || {
+        load_via_default(KeyType::Rsa, reference, size)
+    })
+}
+
+unsafe extern "C" fn rsa_pss_load(reference: *const c_void, size: usize) -> *mut c_void {
+    let core = crate::provider::latest_with_default().map(|p| p.core);
+    guard_ptr(core.as_ref(), || {
+        load_via_default(KeyType::RsaPss, reference, size)
+    })
 }
 
 // Silence "unused" for a helper kept for symmetry with other modules.
@@ -532,8 +824,9 @@ unsafe fn name_arg<'a>(p: *const c_char) -> Option<&'a str> {
 }
 
 macro_rules! keymgmt_table {
-    ($new:expr, $gen_init:expr, $gen_settable:expr, $types:expr) => {
+    ($new:expr, $gen_init:expr, $gen_settable:expr, $types:expr, $load:expr) => {
         crate::dispatch![
+            OSSL_FUNC_KEYMGMT_LOAD => $load as unsafe extern "C" fn(_, _) -> _,
             OSSL_FUNC_KEYMGMT_NEW => $new as unsafe extern "C" fn(_) -> _,
             OSSL_FUNC_KEYMGMT_FREE => rsa_free as unsafe extern "C" fn(_),
             OSSL_FUNC_KEYMGMT_DUP => rsa_dup as unsafe extern "C" fn(_, _) -> _,
@@ -556,7 +849,21 @@ macro_rules! keymgmt_table {
     };
 }
 
-pub static RSA_KEYMGMT: LazyLock<Table<OSSL_DISPATCH>> =
-    LazyLock::new(|| keymgmt_table!(rsa_new, rsa_gen_init, rsa_gen_settable_params, rsa_key_types));
-pub static RSA_PSS_KEYMGMT: LazyLock<Table<OSSL_DISPATCH>> =
-    LazyLock::new(|| keymgmt_table!(rsa_pss_new, rsa_pss_gen_init, rsa_pss_gen_settable_params, rsa_pss_key_types));
+pub static RSA_KEYMGMT: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
+    keymgmt_table!(
+        rsa_new,
+        rsa_gen_init,
+        rsa_gen_settable_params,
+        rsa_key_types,
+        rsa_load
+    )
+});
+pub static RSA_PSS_KEYMGMT: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
+    keymgmt_table!(
+        rsa_pss_new,
+        rsa_pss_gen_init,
+        rsa_pss_gen_settable_params,
+        rsa_pss_key_types,
+        rsa_pss_load
+    )
+});

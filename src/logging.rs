@@ -23,7 +23,12 @@ static INIT: Once = Once::new();
 
 pub fn init() {
     INIT.call_once(|| {
-        let level = match std::env::var("KAE_LOG").ok().as_deref().map(str::to_ascii_lowercase).as_deref() {
+        let level = match std::env::var("KAE_LOG")
+            .ok()
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             Some("error") => LevelFilter::Error,
             Some("warn") => LevelFilter::Warn,
             Some("info") => LevelFilter::Info,

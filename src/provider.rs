@@ -5,17 +5,24 @@ use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
 use crate::ffi::{guard, Core};
 use core::ffi::{c_char, c_int, c_void, CStr};
+use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
 
 pub const PROVIDER_NAME: &CStr = c"kae";
 pub const PROVIDER_FULL_NAME: &CStr = c"kae RSA offload provider";
-pub const VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
-    Ok(s) => s,
-    Err(_) => panic!(),
-};
+pub const VERSION: &CStr =
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(s) => s,
+        Err(_) => panic!(),
+    };
 pub const BUILDINFO: &CStr = match CStr::from_bytes_with_nul(
-    concat!("kae ", env!("CARGO_PKG_VERSION"), " (Rust provider; backends: cpu)\0").as_bytes(),
+    concat!(
+        "kae ",
+        env!("CARGO_PKG_VERSION"),
+        " (Rust provider; backends: cpu)\0"
+    )
+    .as_bytes(),
 ) {
     Ok(s) => s,
     Err(_) => panic!(),
@@ -66,8 +73,12 @@ impl Config {
             unsafe { get(core.handle, req.as_mut_ptr()) };
             // SAFETY: the core set it to NULL or a string owned by the config.
             if let Some(v) = unsafe { crate::ffi::core::opt_cstr(load_default) } {
-                cfg.load_default = parse_bool(v)
-                    .ok_or_else(|| crate::ffi::core::Failure::with(KaeError::InvalidParam, format!("load-default={v}")))?;
+                cfg.load_default = parse_bool(v).ok_or_else(|| {
+                    crate::ffi::core::Failure::with(
+                        KaeError::InvalidParam,
+                        format!("load-default={v}"),
+                    )
+                })?;
             }
         }
         if let Ok(v) = std::env::var("KAE_LOAD_DEFAULT") {
@@ -84,7 +95,37 @@ pub struct ProvCtx {
     pub core: Core,
     pub libctx: *mut OSSL_LIB_CTX,
     pub config: Config,
-    default_provider: *mut OSSL_PROVIDER,
+    /// The default provider we loaded next to us (NULL with `load-default = no`).
+    pub default_provider: *mut OSSL_PROVIDER,
+    /// Algorithm tables of the default provider re-labelled `provider=kae`, per operation.
+    proxied: Mutex<HashMap<c_int, ProxyTable>>,
+}
+
+/// A copy of one of the default provider's algorithm tables with our property strings.
+struct ProxyTable {
+    algs: Table<OSSL_ALGORITHM>,
+    _props: Vec<CString>,
+}
+
+/// Provider contexts by the pointer the core passes back to us. With the default provider
+/// loaded, that pointer is the default provider's own context (see `OSSL_provider_init`).
+static REGISTRY: RwLock<Vec<(usize, Arc<ProvCtx>)>> = RwLock::new(Vec::new());
+
+fn lookup(p: *mut c_void) -> Option<Arc<ProvCtx>> {
+    let reg = REGISTRY.read().ok()?;
+    reg.iter()
+        .find(|(k, _)| *k == p as usize)
+        .map(|(_, v)| v.clone())
+}
+
+/// The most recently initialised instance that has the default provider next to it (used by
+/// keymgmt `load`, whose signature carries no provider context).
+pub fn latest_with_default() -> Option<Arc<ProvCtx>> {
+    let reg = REGISTRY.read().ok()?;
+    reg.iter()
+        .rev()
+        .find(|(_, v)| !v.default_provider.is_null())
+        .map(|(_, v)| v.clone())
 }
 
 // SAFETY: the raw pointers are handles owned by the core, valid and thread-safe for the
@@ -93,36 +134,121 @@ unsafe impl Send for ProvCtx {}
 unsafe impl Sync for ProvCtx {}
 
 impl ProvCtx {
-    /// Borrows the provider context passed back by the core.
+    /// The provider context for the pointer the core passes back to us (a registry lookup, so
+    /// a stale or foreign pointer yields None instead of undefined behaviour).
     ///
     /// # Safety
-    /// `p` is NULL or a pointer returned by `OSSL_provider_init` and not yet torn down.
-    pub unsafe fn from_ptr<'a>(p: *mut c_void) -> Option<&'a ProvCtx> {
-        // SAFETY: caller contract.
-        unsafe { p.cast::<ProvCtx>().as_ref() }
-    }
-
-    /// A new strong reference for objects that outlive the call (keys, operation contexts).
-    ///
-    /// # Safety
-    /// As `from_ptr`, and `p` must be non-NULL.
+    /// None needed; kept `unsafe` for symmetry with the other FFI argument converters.
     pub unsafe fn clone_arc(p: *mut c_void) -> Option<Arc<ProvCtx>> {
         if p.is_null() {
             return None;
         }
-        // SAFETY: p came from Arc::into_raw in init; bump and re-materialize one reference.
-        unsafe {
-            Arc::increment_strong_count(p as *const ProvCtx);
-            Some(Arc::from_raw(p as *const ProvCtx))
+        lookup(p)
+    }
+
+    /// The default provider's algorithms for `op`, minus the ones kae implements itself,
+    /// re-labelled `provider=kae` so that a `provider=kae` query finds everything it needs.
+    fn proxied(&self, op: c_int) -> *const OSSL_ALGORITHM {
+        if self.default_provider.is_null() {
+            return core::ptr::null();
         }
+        let Ok(mut map) = self.proxied.lock() else {
+            return core::ptr::null();
+        };
+        if let Some(t) = map.get(&op) {
+            return t.algs.0.as_ptr();
+        }
+        let mut no_cache = 0;
+        // SAFETY: default_provider is a provider we hold a reference to.
+        let src =
+            unsafe { OSSL_PROVIDER_query_operation(self.default_provider, op, &mut no_cache) };
+        let mut algs = Vec::new();
+        let mut props = Vec::new();
+        if !src.is_null() {
+            let mut p = src;
+            // SAFETY: the default provider's table is terminated by a NULL name and static.
+            unsafe {
+                while !(*p).algorithm_names.is_null() {
+                    let a = &*p;
+                    p = p.add(1);
+                    let names = CStr::from_ptr(a.algorithm_names).to_string_lossy();
+                    let first = names.split(':').next().unwrap_or("");
+                    let ours = matches!(first, "RSA" | "RSA-PSS");
+                    // We implement RSA key management, signature and cipher ourselves, and
+                    // default's RSA encoders would be handed our key objects directly (same
+                    // provider), so they must not carry our name either.
+                    if ours
+                        && matches!(
+                            op,
+                            OSSL_OP_KEYMGMT
+                                | OSSL_OP_SIGNATURE
+                                | OSSL_OP_ASYM_CIPHER
+                                | OSSL_OP_ENCODER
+                        )
+                    {
+                        continue;
+                    }
+                    let def = if a.property_definition.is_null() {
+                        String::new()
+                    } else {
+                        CStr::from_ptr(a.property_definition)
+                            .to_string_lossy()
+                            .into_owned()
+                    };
+                    let relabelled: Vec<String> = def
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| {
+                            if s.trim().starts_with("provider=") {
+                                "provider=kae".to_owned()
+                            } else {
+                                s.to_owned()
+                            }
+                        })
+                        .collect();
+                    let mut relabelled = relabelled.join(",");
+                    if !relabelled.contains("provider=kae") {
+                        relabelled = if relabelled.is_empty() {
+                            "provider=kae".into()
+                        } else {
+                            format!("provider=kae,{relabelled}")
+                        };
+                    }
+                    let Ok(c) = CString::new(relabelled) else {
+                        continue;
+                    };
+                    algs.push(OSSL_ALGORITHM {
+                        algorithm_names: a.algorithm_names,
+                        property_definition: c.as_ptr(),
+                        implementation: a.implementation,
+                        algorithm_description: a.algorithm_description,
+                    });
+                    props.push(c);
+                }
+            }
+        }
+        algs.push(ALG_END);
+        let t = ProxyTable {
+            algs: Table(algs),
+            _props: props,
+        };
+        let ptr = t.algs.0.as_ptr();
+        map.insert(op, t);
+        ptr
     }
 
     pub fn rng(&self) -> crate::ffi::digest::Rng {
-        crate::ffi::digest::Rng { libctx: self.libctx, private: false }
+        crate::ffi::digest::Rng {
+            libctx: self.libctx,
+            private: false,
+        }
     }
 
     pub fn private_rng(&self) -> crate::ffi::digest::Rng {
-        crate::ffi::digest::Rng { libctx: self.libctx, private: true }
+        crate::ffi::digest::Rng {
+            libctx: self.libctx,
+            private: true,
+        }
     }
 }
 
@@ -148,7 +274,11 @@ macro_rules! dispatch {
     };
 }
 
-fn algorithm(names: &'static CStr, imp: &'static Table<OSSL_DISPATCH>, descr: &'static CStr) -> OSSL_ALGORITHM {
+fn algorithm(
+    names: &'static CStr,
+    imp: &'static Table<OSSL_DISPATCH>,
+    descr: &'static CStr,
+) -> OSSL_ALGORITHM {
     OSSL_ALGORITHM {
         algorithm_names: names.as_ptr(),
         property_definition: PROPERTIES.as_ptr(),
@@ -169,26 +299,54 @@ pub const RSA_PSS_NAMES: &CStr = c"RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10";
 
 static KEYMGMT_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
     Table(vec![
-        algorithm(RSA_NAMES, &crate::keymgmt::RSA_KEYMGMT, c"kae RSA key management"),
-        algorithm(RSA_PSS_NAMES, &crate::keymgmt::RSA_PSS_KEYMGMT, c"kae RSA-PSS key management"),
+        algorithm(
+            RSA_NAMES,
+            &crate::keymgmt::RSA_KEYMGMT,
+            c"kae RSA key management",
+        ),
+        algorithm(
+            RSA_PSS_NAMES,
+            &crate::keymgmt::RSA_PSS_KEYMGMT,
+            c"kae RSA-PSS key management",
+        ),
         ALG_END,
     ])
 });
 
 static SIGNATURE_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
-    Table(vec![algorithm(RSA_NAMES, &crate::signature::RSA_SIGNATURE, c"kae RSA signature"), ALG_END])
+    Table(vec![
+        algorithm(
+            RSA_NAMES,
+            &crate::signature::RSA_SIGNATURE,
+            c"kae RSA signature",
+        ),
+        ALG_END,
+    ])
 });
 
 static ASYM_CIPHER_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
-    Table(vec![algorithm(RSA_NAMES, &crate::asym_cipher::RSA_ASYM_CIPHER, c"kae RSA asymmetric cipher"), ALG_END])
+    Table(vec![
+        algorithm(
+            RSA_NAMES,
+            &crate::asym_cipher::RSA_ASYM_CIPHER,
+            c"kae RSA asymmetric cipher",
+        ),
+        ALG_END,
+    ])
 });
 
 static REASON_STRINGS: LazyLock<Table<OSSL_ITEM>> = LazyLock::new(|| {
     let mut v: Vec<OSSL_ITEM> = KaeError::ALL
         .iter()
-        .map(|r| OSSL_ITEM { id: r.code(), ptr: r.c_text().as_ptr() as *mut c_void })
+        .map(|r| OSSL_ITEM {
+            id: r.code(),
+            ptr: r.c_text().as_ptr() as *mut c_void,
+        })
         .collect();
-    v.push(OSSL_ITEM { id: 0, ptr: core::ptr::null_mut() });
+    v.push(OSSL_ITEM {
+        id: 0,
+        ptr: core::ptr::null_mut(),
+    });
     Table(v)
 });
 
@@ -211,12 +369,13 @@ unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
         if provctx.is_null() {
             return Ok(());
         }
-        // SAFETY: provctx came from Arc::into_raw in init; this releases the core's reference.
-        // Objects still holding clones keep the struct alive. The default provider we loaded
-        // is not unloaded here: it belongs to the same library context, which releases it
-        // when the context is freed, and unloading it during the context's own teardown
-        // would race that teardown.
-        drop(unsafe { Arc::from_raw(provctx as *const ProvCtx) });
+        // Drop the registry's reference; objects still holding clones keep the struct alive.
+        // The default provider we loaded is not unloaded here: it belongs to the same library
+        // context, which releases it when the context is freed, and unloading it during the
+        // context's own teardown would race that teardown.
+        if let Ok(mut reg) = REGISTRY.write() {
+            reg.retain(|(k, _)| *k != provctx as usize);
+        }
         Ok(())
     })
 }
@@ -226,43 +385,117 @@ unsafe extern "C" fn kae_gettable_params(_provctx: *mut c_void) -> *const OSSL_P
 }
 
 unsafe extern "C" fn kae_get_params(provctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: provctx is ours (core contract).
-    let prov = unsafe { ProvCtx::from_ptr(provctx) };
-    guard(prov.map(|p| &p.core), 0, || -> Result<c_int, KaeError> {
-        // SAFETY: the core passes a valid terminated array.
-        let mut ps = unsafe { ParamsMut::from_ptr(params) };
-        if let Some(mut p) = ps.locate(c"name") {
-            p.set_utf8(PROVIDER_FULL_NAME)?;
-        }
-        if let Some(mut p) = ps.locate(c"version") {
-            p.set_utf8(VERSION)?;
-        }
-        if let Some(mut p) = ps.locate(c"buildinfo") {
-            p.set_utf8(BUILDINFO)?;
-        }
-        if let Some(mut p) = ps.locate(c"status") {
-            p.set_int(1)?;
-        }
-        Ok(1)
-    })
+    // SAFETY: registry lookup.
+    let prov = unsafe { ProvCtx::clone_arc(provctx) };
+    guard(
+        prov.as_ref().map(|p| &p.core),
+        0,
+        || -> Result<c_int, KaeError> {
+            // SAFETY: the core passes a valid terminated array.
+            let mut ps = unsafe { ParamsMut::from_ptr(params) };
+            if let Some(mut p) = ps.locate(c"name") {
+                p.set_utf8(PROVIDER_FULL_NAME)?;
+            }
+            if let Some(mut p) = ps.locate(c"version") {
+                p.set_utf8(VERSION)?;
+            }
+            if let Some(mut p) = ps.locate(c"buildinfo") {
+                p.set_utf8(BUILDINFO)?;
+            }
+            if let Some(mut p) = ps.locate(c"status") {
+                p.set_int(1)?;
+            }
+            Ok(1)
+        },
+    )
 }
 
-unsafe extern "C" fn kae_query_operation(_provctx: *mut c_void, operation_id: c_int, no_cache: *mut c_int) -> *const OSSL_ALGORITHM {
+/// Our own algorithms followed by the proxied ones for the same operation.
+fn merged(
+    prov: &ProvCtx,
+    op: c_int,
+    ours: &'static Table<OSSL_ALGORITHM>,
+) -> *const OSSL_ALGORITHM {
+    let proxied = prov.proxied(op);
+    if proxied.is_null() {
+        return ours.0.as_ptr();
+    }
+    let Ok(mut map) = prov.proxied.lock() else {
+        return ours.0.as_ptr();
+    };
+    let key = -op; // merged tables are cached under the negated operation id
+    if let Some(t) = map.get(&key) {
+        return t.algs.0.as_ptr();
+    }
+    let mut algs: Vec<OSSL_ALGORITHM> = ours
+        .0
+        .iter()
+        .filter(|a| !a.algorithm_names.is_null())
+        .map(|a| OSSL_ALGORITHM { ..*a })
+        .collect();
+    if let Some(t) = map.get(&op) {
+        algs.extend(t.algs.0.iter().map(|a| OSSL_ALGORITHM { ..*a }));
+    } else {
+        algs.push(ALG_END);
+    }
+    let t = ProxyTable {
+        algs: Table(algs),
+        _props: Vec::new(),
+    };
+    let ptr = t.algs.0.as_ptr();
+    map.insert(key, t);
+    ptr
+}
+
+unsafe extern "C" fn kae_query_operation(
+    provctx: *mut c_void,
+    operation_id: c_int,
+    no_cache: *mut c_int,
+) -> *const OSSL_ALGORITHM {
     if !no_cache.is_null() {
         // SAFETY: core passes a valid int pointer.
         unsafe { *no_cache = 0 };
     }
-    let r = std::panic::catch_unwind(|| match operation_id {
-        OSSL_OP_KEYMGMT => KEYMGMT_ALGS.0.as_ptr(),
-        OSSL_OP_SIGNATURE => SIGNATURE_ALGS.0.as_ptr(),
-        OSSL_OP_ASYM_CIPHER => ASYM_CIPHER_ALGS.0.as_ptr(),
-        _ => core::ptr::null(),
+    let r = std::panic::catch_unwind(|| {
+        // SAFETY: registry lookup.
+        let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
+            return core::ptr::null();
+        };
+        match operation_id {
+            OSSL_OP_KEYMGMT => merged(&prov, operation_id, &KEYMGMT_ALGS),
+            OSSL_OP_SIGNATURE => merged(&prov, operation_id, &SIGNATURE_ALGS),
+            OSSL_OP_ASYM_CIPHER => merged(&prov, operation_id, &ASYM_CIPHER_ALGS),
+            other => prov.proxied(other),
+        }
     });
     r.unwrap_or(core::ptr::null())
 }
 
 unsafe extern "C" fn kae_get_reason_strings(_provctx: *mut c_void) -> *const OSSL_ITEM {
     std::panic::catch_unwind(|| REASON_STRINGS.0.as_ptr()).unwrap_or(core::ptr::null())
+}
+
+type CapabilityCb = unsafe extern "C" fn(params: *const OSSL_PARAM, arg: *mut c_void) -> c_int;
+
+/// Capabilities (TLS groups, TLS signature algorithms) of the default provider, repeated
+/// under our name: libssl only uses a group whose key management comes from the provider
+/// that announced it, and with `provider=kae` preferred that key management is our re-listed
+/// copy.
+unsafe extern "C" fn kae_get_capabilities(
+    provctx: *mut c_void,
+    capability: *const c_char,
+    cb: Option<CapabilityCb>,
+    arg: *mut c_void,
+) -> c_int {
+    // SAFETY: registry lookup.
+    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
+        return 0;
+    };
+    if prov.default_provider.is_null() {
+        return 1; // nothing to announce
+    }
+    // SAFETY: a provider we hold a reference to; arguments forwarded unchanged.
+    unsafe { OSSL_PROVIDER_get_capabilities(prov.default_provider, capability, cb, arg) }
 }
 
 static PROVIDER_DISPATCH: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
@@ -272,6 +505,7 @@ static PROVIDER_DISPATCH: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
         OSSL_FUNC_PROVIDER_GET_PARAMS => kae_get_params as unsafe extern "C" fn(_, _) -> _,
         OSSL_FUNC_PROVIDER_QUERY_OPERATION => kae_query_operation as unsafe extern "C" fn(_, _, _) -> _,
         OSSL_FUNC_PROVIDER_GET_REASON_STRINGS => kae_get_reason_strings as unsafe extern "C" fn(_) -> _,
+        OSSL_FUNC_PROVIDER_GET_CAPABILITIES => kae_get_capabilities as unsafe extern "C" fn(_, _, _, _) -> _,
     ]
 });
 
@@ -291,32 +525,69 @@ pub unsafe extern "C" fn OSSL_provider_init(
 ) -> c_int {
     // SAFETY: the core's dispatch table is valid for the provider's lifetime.
     let core = unsafe { Core::from_dispatch(handle, in_) };
-    guard(Some(&core), 0, || -> Result<c_int, crate::ffi::core::Failure> {
-        if out.is_null() || provctx.is_null() {
-            return Err(KaeError::NullParameter.into());
-        }
-        crate::logging::init();
-        let config = Config::from_core(&core)?;
-        let libctx = core.libctx();
-        let mut default_provider = core::ptr::null_mut();
-        if config.load_default {
-            // SAFETY: libctx is the application's context (see Core::libctx); loading
-            // another provider from init is what peers do and the core supports.
-            default_provider = unsafe { OSSL_PROVIDER_load(libctx, c"default".as_ptr()) };
-            if default_provider.is_null() {
-                return Err(KaeError::DefaultProviderUnavailable.into());
+    guard(
+        Some(&core),
+        0,
+        || -> Result<c_int, crate::ffi::core::Failure> {
+            if out.is_null() || provctx.is_null() {
+                return Err(KaeError::NullParameter.into());
             }
-        }
-        let ctx = Arc::new(ProvCtx { core, libctx, config, default_provider });
-        log::info!("kae {}: initialised (backend cpu, default provider {})", env!("CARGO_PKG_VERSION"),
-            if ctx.config.load_default { "loaded alongside" } else { "not loaded" });
-        // SAFETY: out and provctx are valid out-pointers (checked above).
-        unsafe {
-            *out = PROVIDER_DISPATCH.0.as_ptr();
-            *provctx = Arc::into_raw(ctx) as *mut c_void;
-        }
-        Ok(1)
-    })
+            crate::logging::init();
+            let config = Config::from_core(&core)?;
+            let libctx = core.libctx();
+            let mut default_provider = core::ptr::null_mut();
+            if config.load_default {
+                // SAFETY: libctx is the application's context (see Core::libctx); loading
+                // another provider from init is what peers do and the core supports.
+                default_provider = unsafe { OSSL_PROVIDER_load(libctx, c"default".as_ptr()) };
+                if default_provider.is_null() {
+                    return Err(KaeError::DefaultProviderUnavailable.into());
+                }
+            }
+            // With the default provider next to us, our provider context *is* the default
+            // provider's context: the proxied default algorithms (listed under provider=kae) are
+            // then called with the context they expect, and our own functions find their state in
+            // the registry under the same pointer.
+            let key = if default_provider.is_null() {
+                core::ptr::null_mut()
+            } else {
+                // SAFETY: a provider we hold a reference to.
+                unsafe { OSSL_PROVIDER_get0_provider_ctx(default_provider) }
+            };
+            let ctx = Arc::new(ProvCtx {
+                core,
+                libctx,
+                config,
+                default_provider,
+                proxied: Mutex::new(HashMap::new()),
+            });
+            log::info!(
+                "kae {}: initialised (backend cpu, default provider {})",
+                env!("CARGO_PKG_VERSION"),
+                if ctx.config.load_default {
+                    "loaded alongside"
+                } else {
+                    "not loaded"
+                }
+            );
+            // SAFETY: out and provctx are valid out-pointers (checked above).
+            unsafe {
+                *out = PROVIDER_DISPATCH.0.as_ptr();
+                *provctx = if key.is_null() {
+                    Arc::as_ptr(&ctx) as *mut c_void
+                } else {
+                    key
+                };
+            }
+            // SAFETY: just written above.
+            let id = unsafe { *provctx } as usize;
+            REGISTRY
+                .write()
+                .map_err(|_| KaeError::Internal)?
+                .push((id, ctx));
+            Ok(1)
+        },
+    )
 }
 
 /// Turns a `&str` into a C string or reports the parameter as invalid.

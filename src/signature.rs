@@ -47,10 +47,16 @@ impl SigCtx {
     }
 
     fn fetch(&self, name: &str, props: Option<&str>) -> Result<Md, Failure> {
-        Md::fetch(self.prov.libctx, name, props).map_err(|e| Failure::with(e, format!("digest={name}")))
+        Md::fetch(self.prov.libctx, name, props)
+            .map_err(|e| Failure::with(e, format!("digest={name}")))
     }
 
-    fn init(&mut self, keydata: *mut c_void, params: *const OSSL_PARAM, op: Operation) -> Result<(), Failure> {
+    fn init(
+        &mut self,
+        keydata: *mut c_void,
+        params: *const OSSL_PARAM,
+        op: Operation,
+    ) -> Result<(), Failure> {
         // SAFETY: keydata is NULL (keep the current key) or one of our keys.
         if let Some(obj) = unsafe { KeyObj::from_ptr(keydata) } {
             self.key = Some(obj.key.clone());
@@ -102,7 +108,10 @@ impl SigCtx {
                 _ => true,
             };
             if !ok {
-                return Err(Failure::with(KaeError::PssRestricted, format!("salt length below the key's minimum {min}")));
+                return Err(Failure::with(
+                    KaeError::PssRestricted,
+                    format!("salt length below the key's minimum {min}"),
+                ));
             }
         }
         Ok(())
@@ -112,19 +121,43 @@ impl SigCtx {
         if let Some(p) = params.locate(c"pad-mode") {
             let mode = if p.data_type() == OSSL_PARAM_UTF8_STRING {
                 let s = p.get_utf8()?;
-                PadMode::from_name(s).ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={s}")))?
+                PadMode::from_name(s).ok_or_else(|| {
+                    Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={s}"))
+                })?
             } else {
                 let v = p.get_int()?;
-                PadMode::from_int(v).ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={v}")))?
+                PadMode::from_int(v).ok_or_else(|| {
+                    Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={v}"))
+                })?
             };
             match mode {
-                PadMode::Oaep => return Err(Failure::with(KaeError::InvalidPaddingMode, "oaep is not a signature padding")),
-                PadMode::Pss => {}
-                _ if self.key.as_ref().map_or(false, |k| k.kind == KeyType::RsaPss) => {
-                    return Err(Failure::with(KaeError::PssRestricted, "RSA-PSS keys only sign with PSS"));
+                PadMode::Oaep | PadMode::Pkcs1Tls => {
+                    return Err(Failure::with(
+                        KaeError::InvalidPaddingMode,
+                        "not a signature padding",
+                    ))
                 }
-                PadMode::X931 if self.md.as_ref().map_or(false, |m| m.id().x931_hash_id().is_none()) => {
-                    return Err(Failure::with(KaeError::DigestNotAllowed, "digest not allowed with X9.31"));
+                PadMode::Pss => {}
+                _ if self
+                    .key
+                    .as_ref()
+                    .map_or(false, |k| k.kind == KeyType::RsaPss) =>
+                {
+                    return Err(Failure::with(
+                        KaeError::PssRestricted,
+                        "RSA-PSS keys only sign with PSS",
+                    ));
+                }
+                PadMode::X931
+                    if self
+                        .md
+                        .as_ref()
+                        .map_or(false, |m| m.id().x931_hash_id().is_none()) =>
+                {
+                    return Err(Failure::with(
+                        KaeError::DigestNotAllowed,
+                        "digest not allowed with X9.31",
+                    ));
                 }
                 _ => {}
             }
@@ -138,9 +171,15 @@ impl SigCtx {
             let name = p.get_utf8()?;
             if self.md_locked {
                 // libcrypto passes the digest again on some paths; accept the same one.
-                let same = self.md.as_ref().map_or(false, |m| DigestId::from_name(name) == Some(m.id()));
+                let same = self
+                    .md
+                    .as_ref()
+                    .map_or(false, |m| DigestId::from_name(name) == Some(m.id()));
                 if !same {
-                    return Err(Failure::with(KaeError::InvalidParam, "digest cannot change during digest sign/verify"));
+                    return Err(Failure::with(
+                        KaeError::InvalidParam,
+                        "digest cannot change during digest sign/verify",
+                    ));
                 }
             } else {
                 let md = self.fetch(name, self.propq.as_deref())?;
@@ -157,7 +196,10 @@ impl SigCtx {
             let md = self.fetch(name, self.mgf1_propq.as_deref())?;
             if let Some(r) = self.key.as_ref().and_then(|k| k.pss) {
                 if r.mgf1_md != md.id() {
-                    return Err(Failure::with(KaeError::MgfDigestMismatch, format!("mgf1-digest={name}")));
+                    return Err(Failure::with(
+                        KaeError::MgfDigestMismatch,
+                        format!("mgf1-digest={name}"),
+                    ));
                 }
             }
             self.mgf1 = Some(md);
@@ -166,13 +208,18 @@ impl SigCtx {
             let for_sign = self.op == Operation::Sign;
             let s = if p.data_type() == OSSL_PARAM_UTF8_STRING {
                 let v = p.get_utf8()?;
-                SaltLen::from_name(v, for_sign).map_err(|e| Failure::with(e, format!("saltlen={v}")))?
+                SaltLen::from_name(v, for_sign)
+                    .map_err(|e| Failure::with(e, format!("saltlen={v}")))?
             } else {
                 let v = p.get_int()?;
-                SaltLen::from_openssl_int(v, for_sign).map_err(|e| Failure::with(e, format!("saltlen={v}")))?
+                SaltLen::from_openssl_int(v, for_sign)
+                    .map_err(|e| Failure::with(e, format!("saltlen={v}")))?
             };
             if self.pad != PadMode::Pss {
-                return Err(Failure::with(KaeError::IllegalForPaddingMode, "saltlen needs PSS padding"));
+                return Err(Failure::with(
+                    KaeError::IllegalForPaddingMode,
+                    "saltlen needs PSS padding",
+                ));
             }
             self.check_pss_restrictions(s)?;
             self.saltlen = s;
@@ -183,14 +230,23 @@ impl SigCtx {
     fn check_md_allowed(&self, md: &Md) -> Result<(), Failure> {
         if let Some(r) = self.key.as_ref().and_then(|k| k.pss) {
             if r.md != md.id() {
-                return Err(Failure::with(KaeError::DigestMismatch, format!("digest {} not allowed by the key", md.id().name())));
+                return Err(Failure::with(
+                    KaeError::DigestMismatch,
+                    format!("digest {} not allowed by the key", md.id().name()),
+                ));
             }
         }
         if self.pad == PadMode::X931 && md.id().x931_hash_id().is_none() {
-            return Err(Failure::with(KaeError::DigestNotAllowed, "digest not allowed with X9.31"));
+            return Err(Failure::with(
+                KaeError::DigestNotAllowed,
+                "digest not allowed with X9.31",
+            ));
         }
         if self.pad == PadMode::Pss && md.id() == DigestId::Md5Sha1 {
-            return Err(Failure::with(KaeError::DigestNotAllowed, "MD5-SHA1 is not allowed with PSS"));
+            return Err(Failure::with(
+                KaeError::DigestNotAllowed,
+                "MD5-SHA1 is not allowed with PSS",
+            ));
         }
         Ok(())
     }
@@ -223,15 +279,26 @@ impl SigCtx {
                 let md = self.pss_md()?;
                 let mgf1 = self.mgf1_md().ok_or(KaeError::InvalidDigest)?;
                 self.check_pss_restrictions(self.saltlen)?;
-                pss::encode(md, mgf1, tbs, self.saltlen, key.bits(), &self.prov.rng(), &mut em)?;
+                pss::encode(
+                    md,
+                    mgf1,
+                    tbs,
+                    self.saltlen,
+                    key.bits(),
+                    &self.prov.rng(),
+                    &mut em,
+                )?;
             }
             PadMode::None => {
                 if tbs.len() != k {
-                    return Err(Failure::with(KaeError::InvalidLength, format!("raw signing needs exactly {k} bytes")));
+                    return Err(Failure::with(
+                        KaeError::InvalidLength,
+                        format!("raw signing needs exactly {k} bytes"),
+                    ));
                 }
                 em.copy_from_slice(tbs);
             }
-            PadMode::Oaep => return Err(KaeError::InvalidPaddingMode.into()),
+            PadMode::Oaep | PadMode::Pkcs1Tls => return Err(KaeError::InvalidPaddingMode.into()),
         }
         backend::active().private_op(key, &em, sig)?;
         if self.pad == PadMode::X931 {
@@ -245,7 +312,10 @@ impl SigCtx {
         let key = self.key()?;
         let k = key.size();
         if sig.len() != k {
-            return Err(Failure::with(KaeError::WrongSignatureLength, format!("got {}, want {k}", sig.len())));
+            return Err(Failure::with(
+                KaeError::WrongSignatureLength,
+                format!("got {}, want {k}", sig.len()),
+            ));
         }
         backend::active().public_op(key, sig, em)?;
         if self.pad == PadMode::X931 && em[k - 1] & 0x0f != 0x0c {
@@ -296,7 +366,7 @@ impl SigCtx {
                     return Err(KaeError::BadSignature.into());
                 }
             }
-            PadMode::Oaep => return Err(KaeError::InvalidPaddingMode.into()),
+            PadMode::Oaep | PadMode::Pkcs1Tls => return Err(KaeError::InvalidPaddingMode.into()),
         }
         Ok(())
     }
@@ -328,7 +398,9 @@ impl SigCtx {
                 }
             }
             PadMode::None => em,
-            PadMode::Pss | PadMode::Oaep => return Err(KaeError::IllegalForPaddingMode.into()),
+            PadMode::Pss | PadMode::Oaep | PadMode::Pkcs1Tls => {
+                return Err(KaeError::IllegalForPaddingMode.into())
+            }
         })
     }
 
@@ -349,7 +421,11 @@ impl SigCtx {
             PadMode::Pss => {
                 let md = self.pss_md()?;
                 let mgf1 = self.mgf1_md().ok_or(KaeError::InvalidDigest)?;
-                Ok(der::pss_alg_id(md.id(), mgf1.id(), self.effective_saltlen()?))
+                Ok(der::pss_alg_id(
+                    md.id(),
+                    mgf1.id(),
+                    self.effective_saltlen()?,
+                ))
             }
             _ => Err(KaeError::IllegalForPaddingMode),
         }
@@ -416,7 +492,13 @@ impl SigCtx {
         })
     }
 
-    fn digest_init(&mut self, mdname: Option<&str>, keydata: *mut c_void, params: *const OSSL_PARAM, op: Operation) -> Result<(), Failure> {
+    fn digest_init(
+        &mut self,
+        mdname: Option<&str>,
+        keydata: *mut c_void,
+        params: *const OSSL_PARAM,
+        op: Operation,
+    ) -> Result<(), Failure> {
         self.init(keydata, params, op)?;
         if let Some(name) = mdname {
             let md = self.fetch(name, self.propq.as_deref())?;
@@ -435,7 +517,10 @@ impl SigCtx {
 
     fn digest_final(&mut self) -> Result<Zeroizing<Vec<u8>>, KaeError> {
         let md = self.md.as_ref().ok_or(KaeError::OperationNotInitialized)?;
-        let ctx = self.md_ctx.as_mut().ok_or(KaeError::OperationNotInitialized)?;
+        let ctx = self
+            .md_ctx
+            .as_mut()
+            .ok_or(KaeError::OperationNotInitialized)?;
         let mut h = Zeroizing::new(vec![0u8; md.size()]);
         ctx.finalize(&mut h)?;
         Ok(h)
@@ -464,7 +549,9 @@ unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut SigCtx> {
 
 unsafe extern "C" fn rsa_sig_newctx(provctx: *mut c_void, propq: *const c_char) -> *mut c_void {
     // SAFETY: provctx from the core.
-    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else { return core::ptr::null_mut() };
+    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
+        return core::ptr::null_mut();
+    };
     let core = prov.core;
     // SAFETY: propq is NULL or a C string.
     let propq = unsafe { opt_cstr(propq) }.map(str::to_owned);
@@ -495,27 +582,50 @@ unsafe extern "C" fn rsa_sig_freectx(ctx: *mut c_void) {
 
 unsafe extern "C" fn rsa_sig_dupctx(ctx: *mut c_void) -> *mut c_void {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return core::ptr::null_mut() };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return core::ptr::null_mut();
+    };
     let core = c.prov.core;
-    guard_ptr(Some(&core), || c.try_clone().map(|n| Box::into_raw(Box::new(n)).cast()))
+    guard_ptr(Some(&core), || {
+        c.try_clone().map(|n| Box::into_raw(Box::new(n)).cast())
+    })
 }
 
-unsafe fn op_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM, op: Operation) -> c_int {
+unsafe fn op_init(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+    op: Operation,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || c.init(key, params, op).map(|_| 1))
 }
 
-unsafe extern "C" fn rsa_sign_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_sign_init(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: forwarded.
     unsafe { op_init(ctx, key, params, Operation::Sign) }
 }
-unsafe extern "C" fn rsa_verify_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_verify_init(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: forwarded.
     unsafe { op_init(ctx, key, params, Operation::Verify) }
 }
-unsafe extern "C" fn rsa_verify_recover_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_verify_recover_init(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: forwarded.
     unsafe { op_init(ctx, key, params, Operation::VerifyRecover) }
 }
@@ -539,7 +649,13 @@ unsafe fn input<'a>(p: *const c_uchar, len: usize) -> Result<&'a [u8], KaeError>
 ///
 /// # Safety
 /// `out` is NULL or valid for `outsize` bytes; `outlen` valid.
-unsafe fn sign_into(c: &SigCtx, out: *mut c_uchar, outlen: *mut usize, outsize: usize, f: impl FnOnce(&mut [u8]) -> Result<(), Failure>) -> Result<c_int, Failure> {
+unsafe fn sign_into(
+    c: &SigCtx,
+    out: *mut c_uchar,
+    outlen: *mut usize,
+    outsize: usize,
+    f: impl FnOnce(&mut [u8]) -> Result<(), Failure>,
+) -> Result<c_int, Failure> {
     let k = c.key()?.size();
     if outlen.is_null() {
         return Err(KaeError::NullParameter.into());
@@ -550,7 +666,10 @@ unsafe fn sign_into(c: &SigCtx, out: *mut c_uchar, outlen: *mut usize, outsize: 
         return Ok(1);
     }
     if outsize < k {
-        return Err(Failure::with(KaeError::BufferTooSmall, format!("need {k} bytes, have {outsize}")));
+        return Err(Failure::with(
+            KaeError::BufferTooSmall,
+            format!("need {k} bytes, have {outsize}"),
+        ));
     }
     let mut sig = vec![0u8; k];
     f(&mut sig)?;
@@ -562,9 +681,18 @@ unsafe fn sign_into(c: &SigCtx, out: *mut c_uchar, outlen: *mut usize, outsize: 
     Ok(1)
 }
 
-unsafe extern "C" fn rsa_sign(ctx: *mut c_void, sig: *mut c_uchar, siglen: *mut usize, sigsize: usize, tbs: *const c_uchar, tbslen: usize) -> c_int {
+unsafe extern "C" fn rsa_sign(
+    ctx: *mut c_void,
+    sig: *mut c_uchar,
+    siglen: *mut usize,
+    sigsize: usize,
+    tbs: *const c_uchar,
+    tbslen: usize,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         // SAFETY: buffers from the caller, sizes as documented by provider-signature(7).
@@ -575,9 +703,17 @@ unsafe extern "C" fn rsa_sign(ctx: *mut c_void, sig: *mut c_uchar, siglen: *mut 
     })
 }
 
-unsafe extern "C" fn rsa_verify(ctx: *mut c_void, sig: *const c_uchar, siglen: usize, tbs: *const c_uchar, tbslen: usize) -> c_int {
+unsafe extern "C" fn rsa_verify(
+    ctx: *mut c_void,
+    sig: *const c_uchar,
+    siglen: usize,
+    tbs: *const c_uchar,
+    tbslen: usize,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         // SAFETY: caller buffers.
@@ -586,9 +722,18 @@ unsafe extern "C" fn rsa_verify(ctx: *mut c_void, sig: *const c_uchar, siglen: u
     })
 }
 
-unsafe extern "C" fn rsa_verify_recover(ctx: *mut c_void, rout: *mut c_uchar, routlen: *mut usize, routsize: usize, sig: *const c_uchar, siglen: usize) -> c_int {
+unsafe extern "C" fn rsa_verify_recover(
+    ctx: *mut c_void,
+    rout: *mut c_uchar,
+    routlen: *mut usize,
+    routsize: usize,
+    sig: *const c_uchar,
+    siglen: usize,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         if routlen.is_null() {
@@ -614,39 +759,75 @@ unsafe extern "C" fn rsa_verify_recover(ctx: *mut c_void, rout: *mut c_uchar, ro
     })
 }
 
-unsafe fn digest_op_init(ctx: *mut c_void, mdname: *const c_char, key: *mut c_void, params: *const OSSL_PARAM, op: Operation) -> c_int {
+unsafe fn digest_op_init(
+    ctx: *mut c_void,
+    mdname: *const c_char,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+    op: Operation,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     // SAFETY: NULL or C string.
     let mdname = unsafe { opt_cstr(mdname) };
-    guard(Some(&core), 0, || c.digest_init(mdname, key, params, op).map(|_| 1))
+    guard(Some(&core), 0, || {
+        c.digest_init(mdname, key, params, op).map(|_| 1)
+    })
 }
 
-unsafe extern "C" fn rsa_digest_sign_init(ctx: *mut c_void, mdname: *const c_char, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_digest_sign_init(
+    ctx: *mut c_void,
+    mdname: *const c_char,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: forwarded.
     unsafe { digest_op_init(ctx, mdname, key, params, Operation::Sign) }
 }
-unsafe extern "C" fn rsa_digest_verify_init(ctx: *mut c_void, mdname: *const c_char, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_digest_verify_init(
+    ctx: *mut c_void,
+    mdname: *const c_char,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: forwarded.
     unsafe { digest_op_init(ctx, mdname, key, params, Operation::Verify) }
 }
 
-unsafe extern "C" fn rsa_digest_update(ctx: *mut c_void, data: *const c_uchar, len: usize) -> c_int {
+unsafe extern "C" fn rsa_digest_update(
+    ctx: *mut c_void,
+    data: *const c_uchar,
+    len: usize,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, KaeError> {
         // SAFETY: caller buffer.
         let data = unsafe { input(data, len)? };
-        c.md_ctx.as_mut().ok_or(KaeError::OperationNotInitialized)?.update(data)?;
+        c.md_ctx
+            .as_mut()
+            .ok_or(KaeError::OperationNotInitialized)?
+            .update(data)?;
         Ok(1)
     })
 }
 
-unsafe extern "C" fn rsa_digest_sign_final(ctx: *mut c_void, sig: *mut c_uchar, siglen: *mut usize, sigsize: usize) -> c_int {
+unsafe extern "C" fn rsa_digest_sign_final(
+    ctx: *mut c_void,
+    sig: *mut c_uchar,
+    siglen: *mut usize,
+    sigsize: usize,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         if sig.is_null() {
@@ -660,9 +841,15 @@ unsafe extern "C" fn rsa_digest_sign_final(ctx: *mut c_void, sig: *mut c_uchar, 
     })
 }
 
-unsafe extern "C" fn rsa_digest_verify_final(ctx: *mut c_void, sig: *const c_uchar, siglen: usize) -> c_int {
+unsafe extern "C" fn rsa_digest_verify_final(
+    ctx: *mut c_void,
+    sig: *const c_uchar,
+    siglen: usize,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         let h = c.digest_final()?;
@@ -674,18 +861,28 @@ unsafe extern "C" fn rsa_digest_verify_final(ctx: *mut c_void, sig: *const c_uch
 
 unsafe extern "C" fn rsa_sig_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     // SAFETY: core array.
-    guard(Some(&core), 0, || c.get_params(&mut unsafe { ParamsMut::from_ptr(params) }).map(|_| 1))
+    guard(Some(&core), 0, || {
+        c.get_params(&mut unsafe { ParamsMut::from_ptr(params) })
+            .map(|_| 1)
+    })
 }
 
 unsafe extern "C" fn rsa_sig_set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     let core = c.prov.core;
     // SAFETY: core array.
-    guard(Some(&core), 0, || c.set_params(&unsafe { Params::from_ptr(params) }).map(|_| 1))
+    guard(Some(&core), 0, || {
+        c.set_params(&unsafe { Params::from_ptr(params) })
+            .map(|_| 1)
+    })
 }
 
 static GETTABLE: ParamTable<6> = ParamTable([
@@ -707,17 +904,25 @@ static SETTABLE: ParamTable<7> = ParamTable([
     END,
 ]);
 
-unsafe extern "C" fn rsa_sig_gettable_ctx_params(_ctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
+unsafe extern "C" fn rsa_sig_gettable_ctx_params(
+    _ctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
     GETTABLE.as_ptr()
 }
 
-unsafe extern "C" fn rsa_sig_settable_ctx_params(_ctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
+unsafe extern "C" fn rsa_sig_settable_ctx_params(
+    _ctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
     SETTABLE.as_ptr()
 }
 
 unsafe extern "C" fn rsa_sig_get_ctx_md_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     match &c.md_ctx {
         // SAFETY: valid md ctx and caller array.
         Some(m) => unsafe { EVP_MD_CTX_get_params(m.as_ptr(), params) },
@@ -725,9 +930,14 @@ unsafe extern "C" fn rsa_sig_get_ctx_md_params(ctx: *mut c_void, params: *mut OS
     }
 }
 
-unsafe extern "C" fn rsa_sig_set_ctx_md_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+unsafe extern "C" fn rsa_sig_set_ctx_md_params(
+    ctx: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return 0 };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return 0;
+    };
     match &c.md_ctx {
         // SAFETY: valid md ctx and caller array.
         Some(m) => unsafe { EVP_MD_CTX_set_params(m.as_ptr(), params) },
@@ -737,7 +947,9 @@ unsafe extern "C" fn rsa_sig_set_ctx_md_params(ctx: *mut c_void, params: *const 
 
 unsafe extern "C" fn rsa_sig_gettable_ctx_md_params(ctx: *mut c_void) -> *const OSSL_PARAM {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return core::ptr::null() };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return core::ptr::null();
+    };
     match &c.md {
         // SAFETY: valid digest.
         Some(md) => unsafe { EVP_MD_gettable_ctx_params(md.as_ptr()) },
@@ -747,7 +959,9 @@ unsafe extern "C" fn rsa_sig_gettable_ctx_md_params(ctx: *mut c_void) -> *const 
 
 unsafe extern "C" fn rsa_sig_settable_ctx_md_params(ctx: *mut c_void) -> *const OSSL_PARAM {
     // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else { return core::ptr::null() };
+    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
+        return core::ptr::null();
+    };
     match &c.md {
         // SAFETY: valid digest.
         Some(md) => unsafe { EVP_MD_settable_ctx_params(md.as_ptr()) },

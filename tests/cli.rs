@@ -74,7 +74,10 @@ fn manifest_dir() -> PathBuf {
 fn unique_dir(tag: &str) -> PathBuf {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let p = std::env::temp_dir().join(format!("kae-cli-{tag}-{}-{n}-{nanos}", std::process::id()));
     fs::create_dir_all(&p).unwrap_or_else(|e| panic!("cannot create {}: {e}", p.display()));
     p
@@ -96,7 +99,9 @@ fn provider_dir() -> &'static Path {
 }
 
 fn remove_stale_provider_dirs() {
-    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else { return };
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if let Some(pid) = name.strip_prefix("kae-cli-provider-") {
@@ -146,7 +151,11 @@ fn write_test_config(dir: &TempDir) -> PathBuf {
     let text = tpl
         .replace("@KAE_MODULE@", &built_module().to_string_lossy())
         .replace("@CA_DIR@", &dir.path().to_string_lossy());
-    assert!(!text.contains('@'), "unsubstituted placeholder left in {}", tpl_path.display());
+    assert!(
+        !text.contains('@'),
+        "unsubstituted placeholder left in {}",
+        tpl_path.display()
+    );
     let out = dir.join("openssl.cnf");
     fs::write(&out, text).expect("write test config");
     out
@@ -200,7 +209,11 @@ impl Output {
 
     #[track_caller]
     fn stdout_has(&self, needle: &str) -> &Self {
-        assert!(self.stdout.contains(needle), "stdout lacks {needle:?}\n{}", self.describe());
+        assert!(
+            self.stdout.contains(needle),
+            "stdout lacks {needle:?}\n{}",
+            self.describe()
+        );
         self
     }
 }
@@ -255,7 +268,16 @@ impl Cmd {
     /// Add the options that load kae (and default) and prefer kae.
     fn kae(self) -> Self {
         let dir = provider_dir().to_string_lossy().into_owned();
-        self.args(["-provider-path", dir.as_str(), "-provider", "kae", "-provider", "default", "-propquery", KAE_PROPQ])
+        self.args([
+            "-provider-path",
+            dir.as_str(),
+            "-provider",
+            "kae",
+            "-provider",
+            "default",
+            "-propquery",
+            KAE_PROPQ,
+        ])
     }
     /// Use a configuration file (OPENSSL_CONF) instead of the system one.
     fn conf(self, cfg: &Path) -> Self {
@@ -263,12 +285,22 @@ impl Cmd {
     }
 
     fn run(self) -> Output {
-        let Cmd { mut cmd, input, timeout } = self;
+        let Cmd {
+            mut cmd,
+            input,
+            timeout,
+        } = self;
         let desc = format!("{cmd:?}");
-        cmd.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {desc}: {e}"));
+        cmd.stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {desc}: {e}"));
         if let Some(data) = input {
             let mut stdin = child.stdin.take().expect("stdin");
             thread::spawn(move || {
@@ -286,7 +318,12 @@ impl Cmd {
         };
         let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
         let stderr = String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned();
-        let out = Output { cmd: desc, status, stdout, stderr };
+        let out = Output {
+            cmd: desc,
+            status,
+            stdout,
+            stderr,
+        };
         if timed_out {
             panic!("command timed out after {timeout:?}\n{}", out.describe());
         }
@@ -303,7 +340,11 @@ fn openssl(dir: &TempDir, args: &[&str]) -> Cmd {
         .env_remove("OPENSSL_CONF")
         .env_remove("OPENSSL_MODULES")
         .env_remove("OPENSSL_ENGINES");
-    Cmd { cmd, input: None, timeout: CMD_TIMEOUT }
+    Cmd {
+        cmd,
+        input: None,
+        timeout: CMD_TIMEOUT,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -315,10 +356,23 @@ fn openssl(dir: &TempDir, args: &[&str]) -> Cmd {
 fn gen_key(dir: &TempDir, name: &str, alg: &str, bits: u32) -> (String, String) {
     let key = dir.p(&format!("{name}.pem"));
     let public = dir.p(&format!("{name}.pub.pem"));
-    openssl(dir, &["genpkey", "-algorithm", alg, "-pkeyopt", &format!("rsa_keygen_bits:{bits}"), "-out", &key])
+    openssl(
+        dir,
+        &[
+            "genpkey",
+            "-algorithm",
+            alg,
+            "-pkeyopt",
+            &format!("rsa_keygen_bits:{bits}"),
+            "-out",
+            &key,
+        ],
+    )
+    .run()
+    .ok();
+    openssl(dir, &["pkey", "-in", &key, "-pubout", "-out", &public])
         .run()
         .ok();
-    openssl(dir, &["pkey", "-in", &key, "-pubout", "-out", &public]).run().ok();
     (key, public)
 }
 
@@ -327,7 +381,19 @@ fn write_digest(dir: &TempDir, name: &str) -> String {
     let msg = dir.join(&format!("{name}.msg"));
     fs::write(&msg, b"kae cli test message\n".repeat(7)).unwrap();
     let out = dir.p(&format!("{name}.sha256"));
-    openssl(dir, &["dgst", "-sha256", "-binary", "-out", &out, &msg.to_string_lossy()]).run().ok();
+    openssl(
+        dir,
+        &[
+            "dgst",
+            "-sha256",
+            "-binary",
+            "-out",
+            &out,
+            &msg.to_string_lossy(),
+        ],
+    )
+    .run()
+    .ok();
     assert_eq!(fs::read(&out).unwrap().len(), 32);
     out
 }
@@ -340,7 +406,9 @@ const VERIFY_OK: &str = "Signature Verified Successfully";
 
 /// `pkeyutl -verify` with the default provider only; returns its output.
 fn verify_default(dir: &TempDir, public: &str, dgst: &str, sig: &str, opts: &[&str]) -> Output {
-    let mut args = vec!["pkeyutl", "-verify", "-pubin", "-inkey", public, "-in", dgst, "-sigfile", sig];
+    let mut args = vec![
+        "pkeyutl", "-verify", "-pubin", "-inkey", public, "-in", dgst, "-sigfile", sig,
+    ];
     for o in opts {
         args.extend(["-pkeyopt", *o]);
     }
@@ -349,14 +417,23 @@ fn verify_default(dir: &TempDir, public: &str, dgst: &str, sig: &str, opts: &[&s
 
 /// `pkeyutl -verify` with kae preferred.
 fn verify_kae(dir: &TempDir, public: &str, dgst: &str, sig: &str, opts: &[&str]) -> Output {
-    let mut args = vec!["pkeyutl", "-verify", "-pubin", "-inkey", public, "-in", dgst, "-sigfile", sig];
+    let mut args = vec![
+        "pkeyutl", "-verify", "-pubin", "-inkey", public, "-in", dgst, "-sigfile", sig,
+    ];
     for o in opts {
         args.extend(["-pkeyopt", *o]);
     }
     openssl(dir, &args).kae().run()
 }
 
-fn sign_with(dir: &TempDir, use_kae: bool, key: &str, dgst: &str, sig: &str, opts: &[&str]) -> Output {
+fn sign_with(
+    dir: &TempDir,
+    use_kae: bool,
+    key: &str,
+    dgst: &str,
+    sig: &str,
+    opts: &[&str],
+) -> Output {
     let mut args = vec!["pkeyutl", "-sign", "-inkey", key, "-in", dgst, "-out", sig];
     for o in opts {
         args.extend(["-pkeyopt", *o]);
@@ -366,7 +443,15 @@ fn sign_with(dir: &TempDir, use_kae: bool, key: &str, dgst: &str, sig: &str, opt
     c.run()
 }
 
-fn crypt_with(dir: &TempDir, use_kae: bool, op: &str, key: &str, input: &str, out: &str, opts: &[&str]) -> Output {
+fn crypt_with(
+    dir: &TempDir,
+    use_kae: bool,
+    op: &str,
+    key: &str,
+    input: &str,
+    out: &str,
+    opts: &[&str],
+) -> Output {
     let mut args = vec!["pkeyutl", op, "-inkey", key, "-in", input, "-out", out];
     if op == "-encrypt" {
         args.push("-pubin");
@@ -401,14 +486,26 @@ fn list_providers_shows_kae_active() {
         .lines()
         .position(|l| l.trim() == "kae")
         .unwrap_or_else(|| panic!("no 'kae' provider entry\n{}", out.describe()));
-    let block: Vec<&str> = text.lines().skip(start + 1).take_while(|l| l.starts_with("    ")).collect();
+    let block: Vec<&str> = text
+        .lines()
+        .skip(start + 1)
+        .take_while(|l| l.starts_with("    "))
+        .collect();
     let field = |name: &str| {
         block
             .iter()
-            .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix(&format!("{name}:"))
+                    .map(|v| v.trim().to_string())
+            })
             .unwrap_or_else(|| panic!("kae entry has no {name}: line\n{}", out.describe()))
     };
-    assert!(!field("name").is_empty(), "empty provider name\n{}", out.describe());
+    assert!(
+        !field("name").is_empty(),
+        "empty provider name\n{}",
+        out.describe()
+    );
     let version = field("version");
     assert!(
         version.chars().next().is_some_and(|c| c.is_ascii_digit()) && version.contains('.'),
@@ -426,8 +523,17 @@ fn config_file_activates_kae() {
     // The CLI carries on silently when a configured module fails to load, so
     // the listing is the proof that kae really was loaded from the config.
     let lines: Vec<&str> = out.stdout.lines().map(str::trim).collect();
-    assert!(lines.contains(&"kae"), "kae not loaded from {}\n{}", cfg.display(), out.describe());
-    assert!(lines.contains(&"default"), "default not loaded\n{}", out.describe());
+    assert!(
+        lines.contains(&"kae"),
+        "kae not loaded from {}\n{}",
+        cfg.display(),
+        out.describe()
+    );
+    assert!(
+        lines.contains(&"default"),
+        "default not loaded\n{}",
+        out.describe()
+    );
     assert!(
         out.stdout.matches("status: active").count() >= 2,
         "expected two active providers\n{}",
@@ -446,7 +552,11 @@ fn kae_registers_rsa_algorithms() {
                     && l.split(|c: char| c == ',' || c == '{' || c == '}' || c.is_whitespace())
                         .any(|tok| tok == *name)
             });
-            assert!(found, "`openssl list {what}` has no {name} @ kae\n{}", out.describe());
+            assert!(
+                found,
+                "`openssl list {what}` has no {name} @ kae\n{}",
+                out.describe()
+            );
         }
     };
     check("-key-managers", &["RSA", "RSA-PSS"]);
@@ -472,9 +582,17 @@ fn assert_rsa2048_speed_line(out: &Output) {
         .map(|t| t.trim_end_matches('s').parse::<f64>())
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| panic!("non-numeric field in {line:?}: {e}\n{}", out.describe()));
-    assert!(nums.len() >= 4, "short speed line {line:?}\n{}", out.describe());
+    assert!(
+        nums.len() >= 4,
+        "short speed line {line:?}\n{}",
+        out.describe()
+    );
     let (sign_s, verify_s) = (nums[nums.len() - 2], nums[nums.len() - 1]);
-    assert!(sign_s > 0.0 && verify_s > 0.0, "zero rate in {line:?}\n{}", out.describe());
+    assert!(
+        sign_s > 0.0 && verify_s > 0.0,
+        "zero rate in {line:?}\n{}",
+        out.describe()
+    );
 }
 
 // Note: with only -provider on the command line, `openssl speed` (3.0) fetches
@@ -486,10 +604,22 @@ fn assert_rsa2048_speed_line(out: &Output) {
 fn speed_rsa2048_kae_only() {
     let dir = TempDir::new("speed1");
     let pd = provider_dir().to_string_lossy().into_owned();
-    let out = openssl(&dir, &["speed", "-provider-path", &pd, "-provider", "kae", "-seconds", "1", "rsa2048"])
-        .timeout(SPEED_TIMEOUT)
-        .run()
-        .ok();
+    let out = openssl(
+        &dir,
+        &[
+            "speed",
+            "-provider-path",
+            &pd,
+            "-provider",
+            "kae",
+            "-seconds",
+            "1",
+            "rsa2048",
+        ],
+    )
+    .timeout(SPEED_TIMEOUT)
+    .run()
+    .ok();
     assert_rsa2048_speed_line(&out);
 }
 
@@ -499,7 +629,18 @@ fn speed_rsa2048_kae_and_default() {
     let pd = provider_dir().to_string_lossy().into_owned();
     let out = openssl(
         &dir,
-        &["speed", "-provider-path", &pd, "-provider", "kae", "-provider", "default", "-seconds", "1", "rsa2048"],
+        &[
+            "speed",
+            "-provider-path",
+            &pd,
+            "-provider",
+            "kae",
+            "-provider",
+            "default",
+            "-seconds",
+            "1",
+            "rsa2048",
+        ],
     )
     .timeout(SPEED_TIMEOUT)
     .run()
@@ -513,7 +654,11 @@ fn speed_rsa2048_prefer_kae_config() {
     // what makes its fetches pick kae.
     let dir = TempDir::new("speed3");
     let cfg = write_test_config(&dir);
-    let out = openssl(&dir, &["speed", "-seconds", "1", "rsa2048"]).conf(&cfg).timeout(SPEED_TIMEOUT).run().ok();
+    let out = openssl(&dir, &["speed", "-seconds", "1", "rsa2048"])
+        .conf(&cfg)
+        .timeout(SPEED_TIMEOUT)
+        .run()
+        .ok();
     assert_rsa2048_speed_line(&out);
 }
 
@@ -532,17 +677,32 @@ fn pkcs1_sign_verify_cross() {
         let sig_def = dir.p(&format!("def{bits}.sig"));
         sign_with(&dir, true, &key, &dgst, &sig_kae, &opts).ok();
         sign_with(&dir, false, &key, &dgst, &sig_def, &opts).ok();
-        assert_eq!(read(&sig_kae).len(), (bits / 8) as usize, "signature length");
+        assert_eq!(
+            read(&sig_kae).len(),
+            (bits / 8) as usize,
+            "signature length"
+        );
         // PKCS#1 v1.5 signatures are deterministic: both providers must agree.
-        assert!(read(&sig_kae) == read(&sig_def), "kae and default PKCS#1 signatures differ ({bits} bits)");
+        assert!(
+            read(&sig_kae) == read(&sig_def),
+            "kae and default PKCS#1 signatures differ ({bits} bits)"
+        );
         // kae signs -> default verifies, default signs -> kae verifies, kae -> kae.
-        verify_default(&dir, &public, &dgst, &sig_kae, &opts).ok().stdout_has(VERIFY_OK);
-        verify_kae(&dir, &public, &dgst, &sig_def, &opts).ok().stdout_has(VERIFY_OK);
-        verify_kae(&dir, &public, &dgst, &sig_kae, &opts).ok().stdout_has(VERIFY_OK);
+        verify_default(&dir, &public, &dgst, &sig_kae, &opts)
+            .ok()
+            .stdout_has(VERIFY_OK);
+        verify_kae(&dir, &public, &dgst, &sig_def, &opts)
+            .ok()
+            .stdout_has(VERIFY_OK);
+        verify_kae(&dir, &public, &dgst, &sig_kae, &opts)
+            .ok()
+            .stdout_has(VERIFY_OK);
         // A corrupted signature must be rejected by kae (cleanly).
         let bad = dir.p(&format!("bad{bits}.sig"));
         tampered_copy(&sig_kae, &bad);
-        verify_kae(&dir, &public, &dgst, &bad, &opts).failed_cleanly().stdout_has("Signature Verification Failure");
+        verify_kae(&dir, &public, &dgst, &bad, &opts)
+            .failed_cleanly()
+            .stdout_has("Signature Verification Failure");
     }
 }
 
@@ -556,20 +716,35 @@ fn dgst_sign_verify_cross() {
     for md in ["-sha256", "-sha384", "-sha512"] {
         let sig = dir.p(&format!("kae{md}.sig"));
         // (options must come before the file operand, so the file is added after .kae())
-        openssl(&dir, &["dgst", md, "-sign", &key, "-out", &sig]).kae().args([&msg]).run().ok();
-        openssl(&dir, &["dgst", md, "-verify", &public, "-signature", &sig, &msg])
-            .run()
-            .ok()
-            .stdout_has("Verified OK");
-        let sig_def = dir.p(&format!("def{md}.sig"));
-        openssl(&dir, &["dgst", md, "-sign", &key, "-out", &sig_def, &msg]).run().ok();
-        openssl(&dir, &["dgst", md, "-verify", &public, "-signature", &sig_def])
+        openssl(&dir, &["dgst", md, "-sign", &key, "-out", &sig])
             .kae()
             .args([&msg])
             .run()
-            .ok()
-            .stdout_has("Verified OK");
-        assert!(read(&sig) == read(&sig_def), "dgst {md}: kae and default signatures differ");
+            .ok();
+        openssl(
+            &dir,
+            &["dgst", md, "-verify", &public, "-signature", &sig, &msg],
+        )
+        .run()
+        .ok()
+        .stdout_has("Verified OK");
+        let sig_def = dir.p(&format!("def{md}.sig"));
+        openssl(&dir, &["dgst", md, "-sign", &key, "-out", &sig_def, &msg])
+            .run()
+            .ok();
+        openssl(
+            &dir,
+            &["dgst", md, "-verify", &public, "-signature", &sig_def],
+        )
+        .kae()
+        .args([&msg])
+        .run()
+        .ok()
+        .stdout_has("Verified OK");
+        assert!(
+            read(&sig) == read(&sig_def),
+            "dgst {md}: kae and default signatures differ"
+        );
         let bad = dir.p(&format!("bad{md}.sig"));
         tampered_copy(&sig, &bad);
         openssl(&dir, &["dgst", md, "-verify", &public, "-signature", &bad])
@@ -594,22 +769,50 @@ fn pss_sign_verify_cross() {
         sign_with(&dir, true, &key, &dgst, &sig_kae, &opts).ok();
         sign_with(&dir, false, &key, &dgst, &sig_def, &opts).ok();
         assert_eq!(read(&sig_kae).len(), 256);
-        verify_default(&dir, &public, &dgst, &sig_kae, &opts).ok().stdout_has(VERIFY_OK);
-        verify_kae(&dir, &public, &dgst, &sig_def, &opts).ok().stdout_has(VERIFY_OK);
+        verify_default(&dir, &public, &dgst, &sig_kae, &opts)
+            .ok()
+            .stdout_has(VERIFY_OK);
+        verify_kae(&dir, &public, &dgst, &sig_def, &opts)
+            .ok()
+            .stdout_has(VERIFY_OK);
         // Verification with the salt length recovered from the signature.
-        let auto = ["digest:sha256", "rsa_padding_mode:pss", "rsa_pss_saltlen:auto"];
-        verify_kae(&dir, &public, &dgst, &sig_kae, &auto).ok().stdout_has(VERIFY_OK);
-        verify_default(&dir, &public, &dgst, &sig_kae, &auto).ok().stdout_has(VERIFY_OK);
+        let auto = [
+            "digest:sha256",
+            "rsa_padding_mode:pss",
+            "rsa_pss_saltlen:auto",
+        ];
+        verify_kae(&dir, &public, &dgst, &sig_kae, &auto)
+            .ok()
+            .stdout_has(VERIFY_OK);
+        verify_default(&dir, &public, &dgst, &sig_kae, &auto)
+            .ok()
+            .stdout_has(VERIFY_OK);
         let bad = dir.p(&format!("bad-{saltlen}.sig"));
         tampered_copy(&sig_kae, &bad);
-        verify_kae(&dir, &public, &dgst, &bad, &opts).failed_cleanly().stdout_has("Signature Verification Failure");
+        verify_kae(&dir, &public, &dgst, &bad, &opts)
+            .failed_cleanly()
+            .stdout_has("Signature Verification Failure");
     }
     // A PKCS#1 v1.5 signature must not pass as PSS.
     let v15 = dir.p("v15.sig");
-    sign_with(&dir, false, &key, &dgst, &v15, &["digest:sha256", "rsa_padding_mode:pkcs1"]).ok();
-    verify_kae(&dir, &public, &dgst, &v15, &["digest:sha256", "rsa_padding_mode:pss"])
-        .failed_cleanly()
-        .stdout_has("Signature Verification Failure");
+    sign_with(
+        &dir,
+        false,
+        &key,
+        &dgst,
+        &v15,
+        &["digest:sha256", "rsa_padding_mode:pkcs1"],
+    )
+    .ok();
+    verify_kae(
+        &dir,
+        &public,
+        &dgst,
+        &v15,
+        &["digest:sha256", "rsa_padding_mode:pss"],
+    )
+    .failed_cleanly()
+    .stdout_has("Signature Verification Failure");
 }
 
 #[test]
@@ -623,8 +826,12 @@ fn rsa_pss_key_sign_verify_cross() {
     let sig_def = dir.p("def.sig");
     sign_with(&dir, true, &key, &dgst, &sig_kae, &opts).ok();
     sign_with(&dir, false, &key, &dgst, &sig_def, &opts).ok();
-    verify_default(&dir, &public, &dgst, &sig_kae, &opts).ok().stdout_has(VERIFY_OK);
-    verify_kae(&dir, &public, &dgst, &sig_def, &opts).ok().stdout_has(VERIFY_OK);
+    verify_default(&dir, &public, &dgst, &sig_kae, &opts)
+        .ok()
+        .stdout_has(VERIFY_OK);
+    verify_kae(&dir, &public, &dgst, &sig_def, &opts)
+        .ok()
+        .stdout_has(VERIFY_OK);
 }
 
 fn encrypt_decrypt_cross(tag: &str, opts: &[&str], plain_len: usize) {
@@ -639,15 +846,24 @@ fn encrypt_decrypt_cross(tag: &str, opts: &[&str], plain_len: usize) {
     crypt_with(&dir, false, "-encrypt", &public, &plain, &ct_def, opts).ok();
     assert_eq!(read(&ct_def).len(), 256, "ciphertext length");
     crypt_with(&dir, true, "-decrypt", &key, &ct_def, &pt_kae, opts).ok();
-    assert!(read(&pt_kae) == data, "kae decrypted the default provider's ciphertext wrongly ({tag})");
+    assert!(
+        read(&pt_kae) == data,
+        "kae decrypted the default provider's ciphertext wrongly ({tag})"
+    );
     // kae encrypts -> default decrypts
     let ct_kae = dir.p("kae.ct");
     let pt_def = dir.p("def.pt");
     crypt_with(&dir, true, "-encrypt", &public, &plain, &ct_kae, opts).ok();
     assert_eq!(read(&ct_kae).len(), 256, "ciphertext length");
-    assert!(read(&ct_kae) != read(&ct_def), "two encryptions gave the same ciphertext (no randomness?)");
+    assert!(
+        read(&ct_kae) != read(&ct_def),
+        "two encryptions gave the same ciphertext (no randomness?)"
+    );
     crypt_with(&dir, false, "-decrypt", &key, &ct_kae, &pt_def, opts).ok();
-    assert!(read(&pt_def) == data, "default decrypted kae's ciphertext wrongly ({tag})");
+    assert!(
+        read(&pt_def) == data,
+        "default decrypted kae's ciphertext wrongly ({tag})"
+    );
     // kae -> kae
     let pt_kk = dir.p("kk.pt");
     crypt_with(&dir, true, "-decrypt", &key, &ct_kae, &pt_kk, opts).ok();
@@ -656,7 +872,15 @@ fn encrypt_decrypt_cross(tag: &str, opts: &[&str], plain_len: usize) {
 
 #[test]
 fn oaep_sha256_encrypt_decrypt_cross() {
-    encrypt_decrypt_cross("oaep256", &["rsa_padding_mode:oaep", "rsa_oaep_md:sha256", "rsa_mgf1_md:sha256"], 190);
+    encrypt_decrypt_cross(
+        "oaep256",
+        &[
+            "rsa_padding_mode:oaep",
+            "rsa_oaep_md:sha256",
+            "rsa_mgf1_md:sha256",
+        ],
+        190,
+    );
 }
 
 #[test]
@@ -675,11 +899,24 @@ fn genpkey_with_kae() {
     // by the default provider alone.
     let dir = TempDir::new("genpkey");
     let key = dir.p("kae.pem");
-    openssl(&dir, &["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", &key])
-        .kae()
+    openssl(
+        &dir,
+        &[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            &key,
+        ],
+    )
+    .kae()
+    .run()
+    .ok();
+    let out = openssl(&dir, &["pkey", "-in", &key, "-check", "-noout", "-text"])
         .run()
         .ok();
-    let out = openssl(&dir, &["pkey", "-in", &key, "-check", "-noout", "-text"]).run().ok();
     assert!(
         out.stdout.contains("Private-Key: (2048 bit") && out.stdout.contains("Key is valid")
             || out.stderr.contains("Key is valid") && out.stdout.contains("Private-Key: (2048 bit"),
@@ -687,11 +924,15 @@ fn genpkey_with_kae() {
         out.describe()
     );
     let public = dir.p("kae.pub.pem");
-    openssl(&dir, &["pkey", "-in", &key, "-pubout", "-out", &public]).run().ok();
+    openssl(&dir, &["pkey", "-in", &key, "-pubout", "-out", &public])
+        .run()
+        .ok();
     let dgst = write_digest(&dir, "m");
     let sig = dir.p("s.sig");
     sign_with(&dir, false, &key, &dgst, &sig, &["digest:sha256"]).ok();
-    verify_default(&dir, &public, &dgst, &sig, &["digest:sha256"]).ok().stdout_has(VERIFY_OK);
+    verify_default(&dir, &public, &dgst, &sig, &["digest:sha256"])
+        .ok()
+        .stdout_has(VERIFY_OK);
 }
 
 // ---------------------------------------------------------------------------
@@ -730,14 +971,30 @@ fn decrypt_garbage_fails_cleanly() {
         ("short", b"not a ciphertext".to_vec()),
         ("long", vec![0x5a; 300]),
         ("ones", vec![0xff; 256]),
-        ("junk", (0..256u32).map(|i| if i == 0 { 0 } else { (i * 97 + 13) as u8 }).collect()),
+        (
+            "junk",
+            (0..256u32)
+                .map(|i| if i == 0 { 0 } else { (i * 97 + 13) as u8 })
+                .collect(),
+        ),
     ];
-    let modes: [&[&str]; 2] = [&["rsa_padding_mode:oaep", "rsa_oaep_md:sha256"], &["rsa_padding_mode:oaep"]];
+    let modes: [&[&str]; 2] = [
+        &["rsa_padding_mode:oaep", "rsa_oaep_md:sha256"],
+        &["rsa_padding_mode:oaep"],
+    ];
     for (name, bytes) in &cases {
         let ct = dir.p(&format!("{name}.ct"));
         fs::write(&ct, bytes).unwrap();
         for (i, opts) in modes.iter().enumerate() {
-            let out = crypt_with(&dir, true, "-decrypt", &key, &ct, &dir.p(&format!("{name}-{i}.pt")), opts);
+            let out = crypt_with(
+                &dir,
+                true,
+                "-decrypt",
+                &key,
+                &ct,
+                &dir.p(&format!("{name}-{i}.pt")),
+                opts,
+            );
             let out = out.failed_cleanly();
             assert_meaningful_error(&out);
         }
@@ -774,26 +1031,59 @@ fn req_x509_verify_signkey_and_ca() {
     openssl(
         &dir,
         &[
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kae-test", "-keyout", &ca_key, "-out",
-            &ca_pem, "-days", "2", "-config", &cfg_s,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=kae-test",
+            "-keyout",
+            &ca_key,
+            "-out",
+            &ca_pem,
+            "-days",
+            "2",
+            "-config",
+            &cfg_s,
         ],
     )
     .conf(&cfg)
     .run()
     .ok();
-    let text = openssl(&dir, &["x509", "-in", &ca_pem, "-noout", "-text"]).conf(&cfg).run().ok();
-    text.stdout_has("Subject: CN = kae-test").stdout_has("sha256WithRSAEncryption").stdout_has("CA:TRUE");
-    // Verified with kae, and with the default provider alone.
-    openssl(&dir, &["verify", "-CAfile", &ca_pem, &ca_pem]).conf(&cfg).run().ok().stdout_has(": OK");
-    openssl(&dir, &["verify", "-CAfile", &ca_pem, &ca_pem]).run().ok().stdout_has(": OK");
-
-    // x509 -signkey: re-sign the certificate with its key through kae.
-    let resigned = dir.p("resigned.pem");
-    openssl(&dir, &["x509", "-in", &ca_pem, "-signkey", &ca_key, "-days", "2", "-out", &resigned])
+    let text = openssl(&dir, &["x509", "-in", &ca_pem, "-noout", "-text"])
         .conf(&cfg)
         .run()
         .ok();
-    openssl(&dir, &["verify", "-CAfile", &resigned, &resigned]).run().ok().stdout_has(": OK");
+    text.stdout_has("Subject: CN = kae-test")
+        .stdout_has("sha256WithRSAEncryption")
+        .stdout_has("CA:TRUE");
+    // Verified with kae, and with the default provider alone.
+    openssl(&dir, &["verify", "-CAfile", &ca_pem, &ca_pem])
+        .conf(&cfg)
+        .run()
+        .ok()
+        .stdout_has(": OK");
+    openssl(&dir, &["verify", "-CAfile", &ca_pem, &ca_pem])
+        .run()
+        .ok()
+        .stdout_has(": OK");
+
+    // x509 -signkey: re-sign the certificate with its key through kae.
+    let resigned = dir.p("resigned.pem");
+    openssl(
+        &dir,
+        &[
+            "x509", "-in", &ca_pem, "-signkey", &ca_key, "-days", "2", "-out", &resigned,
+        ],
+    )
+    .conf(&cfg)
+    .run()
+    .ok();
+    openssl(&dir, &["verify", "-CAfile", &resigned, &resigned])
+        .run()
+        .ok()
+        .stdout_has(": OK");
 
     // A tiny `openssl ca` flow: the CA (kae) signs a leaf certificate request.
     fs::create_dir_all(dir.join("newcerts")).unwrap();
@@ -805,36 +1095,84 @@ fn req_x509_verify_signkey_and_ca() {
     openssl(
         &dir,
         &[
-            "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kae-leaf", "-keyout", &leaf_key, "-out",
-            &leaf_csr, "-config", &cfg_s,
+            "req",
+            "-new",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=kae-leaf",
+            "-keyout",
+            &leaf_key,
+            "-out",
+            &leaf_csr,
+            "-config",
+            &cfg_s,
         ],
     )
     .conf(&cfg)
     .run()
     .ok();
-    openssl(&dir, &["req", "-in", &leaf_csr, "-verify", "-noout"]).run().ok();
-    openssl(&dir, &["ca", "-batch", "-config", &cfg_s, "-in", &leaf_csr, "-out", &leaf_pem, "-notext"])
-        .conf(&cfg)
+    openssl(&dir, &["req", "-in", &leaf_csr, "-verify", "-noout"])
         .run()
         .ok();
-    openssl(&dir, &["verify", "-CAfile", &ca_pem, &leaf_pem]).run().ok().stdout_has(": OK");
-    openssl(&dir, &["verify", "-CAfile", &ca_pem, &leaf_pem]).conf(&cfg).run().ok().stdout_has(": OK");
-    let leaf_text = openssl(&dir, &["x509", "-in", &leaf_pem, "-noout", "-subject", "-issuer"]).run().ok();
-    leaf_text.stdout_has("subject=CN = kae-leaf").stdout_has("issuer=CN = kae-test");
+    openssl(
+        &dir,
+        &[
+            "ca", "-batch", "-config", &cfg_s, "-in", &leaf_csr, "-out", &leaf_pem, "-notext",
+        ],
+    )
+    .conf(&cfg)
+    .run()
+    .ok();
+    openssl(&dir, &["verify", "-CAfile", &ca_pem, &leaf_pem])
+        .run()
+        .ok()
+        .stdout_has(": OK");
+    openssl(&dir, &["verify", "-CAfile", &ca_pem, &leaf_pem])
+        .conf(&cfg)
+        .run()
+        .ok()
+        .stdout_has(": OK");
+    let leaf_text = openssl(
+        &dir,
+        &["x509", "-in", &leaf_pem, "-noout", "-subject", "-issuer"],
+    )
+    .run()
+    .ok();
+    leaf_text
+        .stdout_has("subject=CN = kae-leaf")
+        .stdout_has("issuer=CN = kae-test");
     // A certificate signed by a different key must not verify against this CA.
     let other_key = dir.p("other.key");
     let other_pem = dir.p("other.pem");
     openssl(
         &dir,
         &[
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kae-test", "-keyout", &other_key, "-out",
-            &other_pem, "-days", "2", "-config", &cfg_s,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=kae-test",
+            "-keyout",
+            &other_key,
+            "-out",
+            &other_pem,
+            "-days",
+            "2",
+            "-config",
+            &cfg_s,
         ],
     )
     .conf(&cfg)
     .run()
     .ok();
-    openssl(&dir, &["verify", "-CAfile", &ca_pem, &other_pem]).conf(&cfg).run().failed_cleanly();
+    openssl(&dir, &["verify", "-CAfile", &ca_pem, &other_pem])
+        .conf(&cfg)
+        .run()
+        .failed_cleanly();
 }
 
 // ---------------------------------------------------------------------------
@@ -866,7 +1204,10 @@ impl Server {
             cmd.current_dir(dir.path())
                 .env_remove("OPENSSL_MODULES")
                 .env("OPENSSL_CONF", cfg)
-                .args(["s_server", "-accept", &accept, "-cert", "srv.pem", "-key", "srv.key", "-naccept", "1"])
+                .args([
+                    "s_server", "-accept", &accept, "-cert", "srv.pem", "-key", "srv.key",
+                    "-naccept", "1",
+                ])
                 .args(extra)
                 // stdin stays open (and silent): EOF on stdin would make s_server quit.
                 .stdin(Stdio::piped())
@@ -895,7 +1236,14 @@ impl Server {
                     s.push('\n');
                 }
             });
-            let mut server = Server { child, _stdin: stdin, lines: rx, stdout: String::new(), stderr, port };
+            let mut server = Server {
+                child,
+                _stdin: stdin,
+                lines: rx,
+                stdout: String::new(),
+                stderr,
+                port,
+            };
             let deadline = Instant::now() + Duration::from_secs(20);
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -908,7 +1256,10 @@ impl Server {
                         }
                     }
                     Err(RecvTimeoutError::Timeout) => {
-                        panic!("s_server did not print ACCEPT in time\n{}", server.describe());
+                        panic!(
+                            "s_server did not print ACCEPT in time\n{}",
+                            server.describe()
+                        );
                     }
                     Err(RecvTimeoutError::Disconnected) => {
                         // It exited before listening: retry on another port if the
@@ -950,7 +1301,10 @@ impl Server {
                 Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {
                     let _ = self.child.kill();
-                    panic!("s_server did not finish after the connection\n{}", self.describe());
+                    panic!(
+                        "s_server did not finish after the connection\n{}",
+                        self.describe()
+                    );
                 }
             }
         }
@@ -975,15 +1329,32 @@ impl Drop for Server {
 
 /// Runs one TLS handshake: server with kae preferred (config file), client
 /// with the default provider only; checks both sides' reports.
-fn tls_handshake(tag: &str, server_args: &[&str], client_args: &[&str], proto: &str, cipher: &str) -> Output {
+fn tls_handshake(
+    tag: &str,
+    server_args: &[&str],
+    client_args: &[&str],
+    proto: &str,
+    cipher: &str,
+) -> Output {
     let dir = TempDir::new(tag);
     let cfg = write_test_config(&dir);
     // Server certificate made by the default provider alone.
     openssl(
         &dir,
         &[
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kae-test", "-keyout", "srv.key", "-out",
-            "srv.pem", "-days", "2",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=kae-test",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.pem",
+            "-days",
+            "2",
         ],
     )
     .run()
@@ -992,7 +1363,15 @@ fn tls_handshake(tag: &str, server_args: &[&str], client_args: &[&str], proto: &
     let connect = format!("127.0.0.1:{}", server.port);
     let client = openssl(
         &dir,
-        &["s_client", "-connect", &connect, "-brief", "-CAfile", "srv.pem", "-verify_return_error"],
+        &[
+            "s_client",
+            "-connect",
+            &connect,
+            "-brief",
+            "-CAfile",
+            "srv.pem",
+            "-verify_return_error",
+        ],
     )
     .args(client_args)
     .timeout(Duration::from_secs(30))
@@ -1006,12 +1385,24 @@ fn tls_handshake(tag: &str, server_args: &[&str], client_args: &[&str], proto: &
         format!("Ciphersuite: {cipher}"),
         "Verification: OK".to_string(),
     ] {
-        assert!(client.stderr.contains(&want), "s_client output lacks {want:?}\n{ctx}");
+        assert!(
+            client.stderr.contains(&want),
+            "s_client output lacks {want:?}\n{ctx}"
+        );
     }
-    assert!(status.signal().is_none(), "s_server crashed ({status:?})\n{ctx}");
+    assert!(
+        status.signal().is_none(),
+        "s_server crashed ({status:?})\n{ctx}"
+    );
     assert!(status.success(), "s_server exited with {status:?}\n{ctx}");
-    assert!(server.stdout.contains(&format!("CIPHER is {cipher}")), "server did not report the cipher\n{ctx}");
-    assert!(server.stdout.contains("1 server accepts that finished"), "server handshake not finished\n{ctx}");
+    assert!(
+        server.stdout.contains(&format!("CIPHER is {cipher}")),
+        "server did not report the cipher\n{ctx}"
+    );
+    assert!(
+        server.stdout.contains("1 server accepts that finished"),
+        "server handshake not finished\n{ctx}"
+    );
     client
 }
 
@@ -1026,18 +1417,41 @@ fn tls12_rsa_key_exchange() {
 fn tls12_ecdhe_rsa() {
     // ECDHE-RSA: the server signs the key exchange with kae.
     let args = ["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384"];
-    let client = tls_handshake("tls12ecdhe", &args, &args, "TLSv1.2", "ECDHE-RSA-AES256-GCM-SHA384");
-    assert!(client.stderr.contains("Signature type: RSA"), "no RSA signature reported\n{}", client.describe());
+    let client = tls_handshake(
+        "tls12ecdhe",
+        &args,
+        &args,
+        "TLSv1.2",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+    );
+    assert!(
+        client.stderr.contains("Signature type: RSA"),
+        "no RSA signature reported\n{}",
+        client.describe()
+    );
 }
 
 #[test]
 fn tls12_ecdhe_rsa_pkcs1_signature() {
     // Force a PKCS#1 v1.5 handshake signature (client offers only RSA+SHA256).
     let args = ["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384"];
-    let client_args = ["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384", "-sigalgs", "RSA+SHA256"];
-    let client = tls_handshake("tls12pkcs1", &args, &client_args, "TLSv1.2", "ECDHE-RSA-AES256-GCM-SHA384");
+    let client_args = [
+        "-tls1_2",
+        "-cipher",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "-sigalgs",
+        "RSA+SHA256",
+    ];
+    let client = tls_handshake(
+        "tls12pkcs1",
+        &args,
+        &client_args,
+        "TLSv1.2",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+    );
     assert!(
-        client.stderr.contains("Signature type: RSA\n") || client.stderr.contains("Signature type: RSA\r\n"),
+        client.stderr.contains("Signature type: RSA\n")
+            || client.stderr.contains("Signature type: RSA\r\n"),
         "expected a PKCS#1 v1.5 signature\n{}",
         client.describe()
     );
@@ -1046,6 +1460,16 @@ fn tls12_ecdhe_rsa_pkcs1_signature() {
 #[test]
 fn tls13() {
     // TLS 1.3: RSA-PSS handshake signature by kae.
-    let client = tls_handshake("tls13", &["-tls1_3"], &["-tls1_3"], "TLSv1.3", "TLS_AES_256_GCM_SHA384");
-    assert!(client.stderr.contains("Signature type: RSA-PSS"), "no RSA-PSS signature\n{}", client.describe());
+    let client = tls_handshake(
+        "tls13",
+        &["-tls1_3"],
+        &["-tls1_3"],
+        "TLSv1.3",
+        "TLS_AES_256_GCM_SHA384",
+    );
+    assert!(
+        client.stderr.contains("Signature type: RSA-PSS"),
+        "no RSA-PSS signature\n{}",
+        client.describe()
+    );
 }

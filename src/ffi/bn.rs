@@ -27,13 +27,17 @@ unsafe impl Sync for BigNum {}
 impl BigNum {
     pub fn new() -> KaeResult<Self> {
         // SAFETY: plain allocation; NULL is handled.
-        NonNull::new(unsafe { BN_new() }).map(BigNum).ok_or(KaeError::OutOfMemory)
+        NonNull::new(unsafe { BN_new() })
+            .map(BigNum)
+            .ok_or(KaeError::OutOfMemory)
     }
 
     /// A big number for secret values: secure heap when available, constant-time flag set.
     pub fn new_secret() -> KaeResult<Self> {
         // SAFETY: plain allocation; NULL is handled.
-        let bn = NonNull::new(unsafe { BN_secure_new() }).map(BigNum).ok_or(KaeError::OutOfMemory)?;
+        let bn = NonNull::new(unsafe { BN_secure_new() })
+            .map(BigNum)
+            .ok_or(KaeError::OutOfMemory)?;
         bn.set_consttime();
         Ok(bn)
     }
@@ -47,7 +51,11 @@ impl BigNum {
 
     /// Big-endian unsigned bytes to a number.
     pub fn from_be_bytes(bytes: &[u8], secret: bool) -> KaeResult<Self> {
-        let bn = if secret { Self::new_secret()? } else { Self::new()? };
+        let bn = if secret {
+            Self::new_secret()?
+        } else {
+            Self::new()?
+        };
         let len = c_int::try_from(bytes.len()).map_err(|_| KaeError::InvalidLength)?;
         // SAFETY: bytes is a valid slice of len bytes; bn is owned.
         let r = unsafe { BN_bin2bn(bytes.as_ptr(), len, bn.as_ptr()) };
@@ -67,7 +75,11 @@ impl BigNum {
 
     /// Copy of a borrowed BIGNUM (e.g. one read out of an OSSL_PARAM).
     pub fn dup(&self, secret: bool) -> KaeResult<Self> {
-        let out = if secret { Self::new_secret()? } else { Self::new()? };
+        let out = if secret {
+            Self::new_secret()?
+        } else {
+            Self::new()?
+        };
         // SAFETY: both are valid BIGNUMs.
         if unsafe { BN_copy(out.as_ptr(), self.as_ptr()) }.is_null() {
             return Err(KaeError::OutOfMemory);
@@ -179,7 +191,9 @@ unsafe impl Sync for MontCtx {}
 impl MontCtx {
     pub fn new(modulus: &BigNum, ctx: &BnCtx) -> KaeResult<Self> {
         // SAFETY: allocation; NULL handled below.
-        let m = NonNull::new(unsafe { BN_MONT_CTX_new() }).map(MontCtx).ok_or(KaeError::OutOfMemory)?;
+        let m = NonNull::new(unsafe { BN_MONT_CTX_new() })
+            .map(MontCtx)
+            .ok_or(KaeError::OutOfMemory)?;
         // SAFETY: all pointers valid; modulus must be odd (checked by BN_MONT_CTX_set).
         cvt(unsafe { BN_MONT_CTX_set(m.as_ptr(), modulus.as_ptr(), ctx.as_ptr()) })?;
         Ok(m)
@@ -201,36 +215,98 @@ impl Drop for MontCtx {
 pub mod arith {
     use super::*;
 
-    pub fn mod_exp_consttime(r: &BigNum, a: &BigNum, p: &BigNum, m: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn mod_exp_consttime(
+        r: &BigNum,
+        a: &BigNum,
+        p: &BigNum,
+        m: &BigNum,
+        mont: &MontCtx,
+        ctx: &BnCtx,
+    ) -> KaeResult<()> {
         // SAFETY: all pointers valid; the mont ctx belongs to m.
-        cvt(unsafe { BN_mod_exp_mont_consttime(r.as_ptr(), a.as_ptr(), p.as_ptr(), m.as_ptr(), ctx.as_ptr(), mont.as_ptr()) })
+        cvt(unsafe {
+            BN_mod_exp_mont_consttime(
+                r.as_ptr(),
+                a.as_ptr(),
+                p.as_ptr(),
+                m.as_ptr(),
+                ctx.as_ptr(),
+                mont.as_ptr(),
+            )
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
     pub fn mod_exp_consttime_x2(
-        r1: &BigNum, a1: &BigNum, p1: &BigNum, m1: &BigNum, mont1: &MontCtx,
-        r2: &BigNum, a2: &BigNum, p2: &BigNum, m2: &BigNum, mont2: &MontCtx,
+        r1: &BigNum,
+        a1: &BigNum,
+        p1: &BigNum,
+        m1: &BigNum,
+        mont1: &MontCtx,
+        r2: &BigNum,
+        a2: &BigNum,
+        p2: &BigNum,
+        m2: &BigNum,
+        mont2: &MontCtx,
         ctx: &BnCtx,
     ) -> KaeResult<()> {
         // SAFETY: all pointers valid; each mont ctx belongs to its modulus.
         cvt(unsafe {
             BN_mod_exp_mont_consttime_x2(
-                r1.as_ptr(), a1.as_ptr(), p1.as_ptr(), m1.as_ptr(), mont1.as_ptr(),
-                r2.as_ptr(), a2.as_ptr(), p2.as_ptr(), m2.as_ptr(), mont2.as_ptr(),
+                r1.as_ptr(),
+                a1.as_ptr(),
+                p1.as_ptr(),
+                m1.as_ptr(),
+                mont1.as_ptr(),
+                r2.as_ptr(),
+                a2.as_ptr(),
+                p2.as_ptr(),
+                m2.as_ptr(),
+                mont2.as_ptr(),
                 ctx.as_ptr(),
             )
         })
     }
 
     /// Public-exponent exponentiation (variable time: e and the result are public).
-    pub fn mod_exp_vartime(r: &BigNum, a: &BigNum, p: &BigNum, m: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn mod_exp_vartime(
+        r: &BigNum,
+        a: &BigNum,
+        p: &BigNum,
+        m: &BigNum,
+        mont: &MontCtx,
+        ctx: &BnCtx,
+    ) -> KaeResult<()> {
         // SAFETY: all pointers valid.
-        cvt(unsafe { BN_mod_exp_mont(r.as_ptr(), a.as_ptr(), p.as_ptr(), m.as_ptr(), ctx.as_ptr(), mont.as_ptr()) })
+        cvt(unsafe {
+            BN_mod_exp_mont(
+                r.as_ptr(),
+                a.as_ptr(),
+                p.as_ptr(),
+                m.as_ptr(),
+                ctx.as_ptr(),
+                mont.as_ptr(),
+            )
+        })
     }
 
-    pub fn mod_mul_mont(r: &BigNum, a: &BigNum, b: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn mod_mul_mont(
+        r: &BigNum,
+        a: &BigNum,
+        b: &BigNum,
+        mont: &MontCtx,
+        ctx: &BnCtx,
+    ) -> KaeResult<()> {
         // SAFETY: all pointers valid.
-        cvt(unsafe { BN_mod_mul_montgomery(r.as_ptr(), a.as_ptr(), b.as_ptr(), mont.as_ptr(), ctx.as_ptr()) })
+        cvt(unsafe {
+            BN_mod_mul_montgomery(
+                r.as_ptr(),
+                a.as_ptr(),
+                b.as_ptr(),
+                mont.as_ptr(),
+                ctx.as_ptr(),
+            )
+        })
     }
 
     pub fn to_mont(r: &BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
@@ -283,7 +359,15 @@ pub mod arith {
     /// r = a / b (quotient only).
     pub fn div(r: &BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid; a NULL remainder is allowed.
-        cvt(unsafe { BN_div(r.as_ptr(), core::ptr::null_mut(), a.as_ptr(), b.as_ptr(), ctx.as_ptr()) })
+        cvt(unsafe {
+            BN_div(
+                r.as_ptr(),
+                core::ptr::null_mut(),
+                a.as_ptr(),
+                b.as_ptr(),
+                ctx.as_ptr(),
+            )
+        })
     }
 
     /// Modular inverse; constant time when a or n carries BN_FLG_CONSTTIME.
@@ -307,7 +391,15 @@ pub mod arith {
     pub fn generate_prime(r: &BigNum, bits: usize, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: valid pointers; no callback, no add/rem constraints.
         cvt(unsafe {
-            BN_generate_prime_ex2(r.as_ptr(), bits as c_int, 0, core::ptr::null(), core::ptr::null(), core::ptr::null_mut(), ctx.as_ptr())
+            BN_generate_prime_ex2(
+                r.as_ptr(),
+                bits as c_int,
+                0,
+                core::ptr::null(),
+                core::ptr::null(),
+                core::ptr::null_mut(),
+                ctx.as_ptr(),
+            )
         })
         .map_err(|_| KaeError::KeyGenFailed)
     }

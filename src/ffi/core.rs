@@ -24,21 +24,43 @@ unsafe impl Sync for Core {}
 impl Core {
     /// # Safety
     /// `dispatch` is the core's terminated dispatch table.
-    pub unsafe fn from_dispatch(handle: *const OSSL_CORE_HANDLE, mut dispatch: *const OSSL_DISPATCH) -> Core {
-        let mut core = Core { handle, get_params: None, get_libctx: None, new_error: None, set_error_debug: None, vset_error: None };
+    pub unsafe fn from_dispatch(
+        handle: *const OSSL_CORE_HANDLE,
+        mut dispatch: *const OSSL_DISPATCH,
+    ) -> Core {
+        let mut core = Core {
+            handle,
+            get_params: None,
+            get_libctx: None,
+            new_error: None,
+            set_error_debug: None,
+            vset_error: None,
+        };
         // SAFETY (whole loop): the table is terminated by function_id 0 and each function has
         // the type the id documents (core_dispatch.h).
         unsafe {
             while !dispatch.is_null() && (*dispatch).function_id != 0 {
                 let f = (*dispatch).function;
                 match (*dispatch).function_id {
-                    OSSL_FUNC_CORE_GET_PARAMS => core.get_params = f.map(|f| core::mem::transmute::<_, core_get_params_fn>(f)),
-                    OSSL_FUNC_CORE_GET_LIBCTX => core.get_libctx = f.map(|f| core::mem::transmute::<_, core_get_libctx_fn>(f)),
-                    OSSL_FUNC_CORE_NEW_ERROR => core.new_error = f.map(|f| core::mem::transmute::<_, core_new_error_fn>(f)),
-                    OSSL_FUNC_CORE_SET_ERROR_DEBUG => {
-                        core.set_error_debug = f.map(|f| core::mem::transmute::<_, core_set_error_debug_fn>(f))
+                    OSSL_FUNC_CORE_GET_PARAMS => {
+                        core.get_params =
+                            f.map(|f| core::mem::transmute::<_, core_get_params_fn>(f))
                     }
-                    OSSL_FUNC_CORE_VSET_ERROR => core.vset_error = f.map(|f| core::mem::transmute::<_, core_vset_error_fn>(f)),
+                    OSSL_FUNC_CORE_GET_LIBCTX => {
+                        core.get_libctx =
+                            f.map(|f| core::mem::transmute::<_, core_get_libctx_fn>(f))
+                    }
+                    OSSL_FUNC_CORE_NEW_ERROR => {
+                        core.new_error = f.map(|f| core::mem::transmute::<_, core_new_error_fn>(f))
+                    }
+                    OSSL_FUNC_CORE_SET_ERROR_DEBUG => {
+                        core.set_error_debug =
+                            f.map(|f| core::mem::transmute::<_, core_set_error_debug_fn>(f))
+                    }
+                    OSSL_FUNC_CORE_VSET_ERROR => {
+                        core.vset_error =
+                            f.map(|f| core::mem::transmute::<_, core_vset_error_fn>(f))
+                    }
                     _ => {}
                 }
                 dispatch = dispatch.add(1);
@@ -62,7 +84,9 @@ impl Core {
 
     /// Puts a new error with our reason code (and optional detail text) on the thread's queue.
     pub fn raise(&self, reason: KaeError, detail: Option<&str>) {
-        let (Some(new_error), Some(vset)) = (self.new_error, self.vset_error) else { return };
+        let (Some(new_error), Some(vset)) = (self.new_error, self.vset_error) else {
+            return;
+        };
         // SAFETY: core functions with our handle. A NULL format means the va_list argument is
         // never read, so passing NULL for it is fine on every ABI we target.
         unsafe {
@@ -70,14 +94,23 @@ impl Core {
             if let Some(dbg) = self.set_error_debug {
                 dbg(self.handle, c"kae".as_ptr(), 0, c"kae".as_ptr());
             }
-            vset(self.handle, reason.code(), core::ptr::null(), core::ptr::null_mut());
+            vset(
+                self.handle,
+                reason.code(),
+                core::ptr::null(),
+                core::ptr::null_mut(),
+            );
             if let Some(d) = detail {
                 if let Ok(c) = std::ffi::CString::new(d) {
                     ERR_add_error_data(1, c.as_ptr());
                 }
             }
         }
-        log::debug!("kae error: {}{}", reason.text(), detail.map(|d| format!(" ({d})")).unwrap_or_default());
+        log::debug!(
+            "kae error: {}{}",
+            reason.text(),
+            detail.map(|d| format!(" ({d})")).unwrap_or_default()
+        );
     }
 }
 
@@ -90,19 +123,29 @@ pub struct Failure {
 
 impl From<KaeError> for Failure {
     fn from(reason: KaeError) -> Self {
-        Failure { reason, detail: None }
+        Failure {
+            reason,
+            detail: None,
+        }
     }
 }
 
 impl Failure {
     pub fn with(reason: KaeError, detail: impl Into<String>) -> Self {
-        Failure { reason, detail: Some(detail.into()) }
+        Failure {
+            reason,
+            detail: Some(detail.into()),
+        }
     }
 }
 
 /// Runs an FFI body: catches panics, reports errors through `core`, returns `on_error` on
 /// failure. Every `extern "C"` function of the provider goes through this (or `guard_ptr`).
-pub fn guard<T, E: Into<Failure>>(core: Option<&Core>, on_error: T, body: impl FnOnce() -> Result<T, E>) -> T {
+pub fn guard<T, E: Into<Failure>>(
+    core: Option<&Core>,
+    on_error: T,
+    body: impl FnOnce() -> Result<T, E>,
+) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
@@ -122,7 +165,10 @@ pub fn guard<T, E: Into<Failure>>(core: Option<&Core>, on_error: T, body: impl F
 }
 
 /// `guard` for functions returning a pointer (NULL on failure).
-pub fn guard_ptr<T, E: Into<Failure>>(core: Option<&Core>, body: impl FnOnce() -> Result<*mut T, E>) -> *mut T {
+pub fn guard_ptr<T, E: Into<Failure>>(
+    core: Option<&Core>,
+    body: impl FnOnce() -> Result<*mut T, E>,
+) -> *mut T {
     guard(core, core::ptr::null_mut(), body)
 }
 

@@ -25,13 +25,27 @@ impl Md {
     pub fn fetch(libctx: *mut OSSL_LIB_CTX, name: &str, props: Option<&str>) -> KaeResult<Md> {
         let id = DigestId::from_name(name).ok_or(KaeError::InvalidDigest)?;
         let cname = CString::new(id.name()).map_err(|_| KaeError::InvalidDigest)?;
-        let cprops = props.map(CString::new).transpose().map_err(|_| KaeError::InvalidParam)?;
+        let cprops = props
+            .map(CString::new)
+            .transpose()
+            .map_err(|_| KaeError::InvalidParam)?;
         // SAFETY: valid strings; libctx may be NULL (default context).
-        let p = unsafe { EVP_MD_fetch(libctx, cname.as_ptr(), cprops.as_ref().map_or(core::ptr::null(), |c| c.as_ptr())) };
+        let p = unsafe {
+            EVP_MD_fetch(
+                libctx,
+                cname.as_ptr(),
+                cprops.as_ref().map_or(core::ptr::null(), |c| c.as_ptr()),
+            )
+        };
         let ptr = NonNull::new(p).ok_or(KaeError::FetchFailed)?;
         // SAFETY: valid EVP_MD.
         let (size, block) = unsafe { (EVP_MD_get_size(p), EVP_MD_get_block_size(p)) };
-        let md = Md { ptr, id, size: size.max(0) as usize, block: block.max(0) as usize };
+        let md = Md {
+            ptr,
+            id,
+            size: size.max(0) as usize,
+            block: block.max(0) as usize,
+        };
         if md.size != id.output_len() {
             return Err(KaeError::InvalidDigest);
         }
@@ -55,7 +69,12 @@ impl Clone for Md {
     fn clone(&self) -> Self {
         // SAFETY: valid EVP_MD; up_ref never fails for fetched digests.
         unsafe { EVP_MD_up_ref(self.ptr.as_ptr()) };
-        Md { ptr: self.ptr, id: self.id, size: self.size, block: self.block }
+        Md {
+            ptr: self.ptr,
+            id: self.id,
+            size: self.size,
+            block: self.block,
+        }
     }
 }
 
@@ -95,7 +114,9 @@ unsafe impl Send for MdCtx {}
 impl MdCtx {
     pub fn new() -> KaeResult<Self> {
         // SAFETY: allocation.
-        NonNull::new(unsafe { EVP_MD_CTX_new() }).map(MdCtx).ok_or(KaeError::OutOfMemory)
+        NonNull::new(unsafe { EVP_MD_CTX_new() })
+            .map(MdCtx)
+            .ok_or(KaeError::OutOfMemory)
     }
 
     pub fn as_ptr(&self) -> *mut EVP_MD_CTX {

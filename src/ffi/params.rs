@@ -18,11 +18,17 @@ impl<'a> Params<'a> {
     /// # Safety
     /// `ptr` is NULL or a valid, key-NULL-terminated OSSL_PARAM array living for `'a`.
     pub unsafe fn from_ptr(ptr: *const OSSL_PARAM) -> Self {
-        Params { ptr, _life: PhantomData }
+        Params {
+            ptr,
+            _life: PhantomData,
+        }
     }
 
     pub fn empty() -> Self {
-        Params { ptr: core::ptr::null(), _life: PhantomData }
+        Params {
+            ptr: core::ptr::null(),
+            _life: PhantomData,
+        }
     }
 
     pub fn as_ptr(&self) -> *const OSSL_PARAM {
@@ -38,7 +44,10 @@ impl<'a> Params<'a> {
         if p.is_null() {
             None
         } else {
-            Some(Param { ptr: p, _life: PhantomData })
+            Some(Param {
+                ptr: p,
+                _life: PhantomData,
+            })
         }
     }
 
@@ -111,7 +120,9 @@ impl<'a> Param<'a> {
             return Err(KaeError::InvalidParam);
         }
         // SAFETY: OpenSSL guarantees NUL termination of UTF8 params it validated.
-        unsafe { CStr::from_ptr(s) }.to_str().map_err(|_| KaeError::InvalidParam)
+        unsafe { CStr::from_ptr(s) }
+            .to_str()
+            .map_err(|_| KaeError::InvalidParam)
     }
 
     /// An octet string parameter (OCTET_STRING or OCTET_PTR).
@@ -159,7 +170,10 @@ impl<'a> ParamsMut<'a> {
     /// # Safety
     /// `ptr` is NULL or a valid terminated OSSL_PARAM array we may write into.
     pub unsafe fn from_ptr(ptr: *mut OSSL_PARAM) -> Self {
-        ParamsMut { ptr, _life: PhantomData }
+        ParamsMut {
+            ptr,
+            _life: PhantomData,
+        }
     }
 
     pub fn locate(&mut self, key: &CStr) -> Option<ParamMut<'_>> {
@@ -171,7 +185,10 @@ impl<'a> ParamsMut<'a> {
         if p.is_null() {
             None
         } else {
-            Some(ParamMut { ptr: p, _life: PhantomData })
+            Some(ParamMut {
+                ptr: p,
+                _life: PhantomData,
+            })
         }
     }
 }
@@ -271,7 +288,9 @@ pub struct ParamBuilder(core::ptr::NonNull<OSSL_PARAM_BLD>);
 impl ParamBuilder {
     pub fn new() -> KaeResult<Self> {
         // SAFETY: allocation.
-        core::ptr::NonNull::new(unsafe { OSSL_PARAM_BLD_new() }).map(ParamBuilder).ok_or(KaeError::OutOfMemory)
+        core::ptr::NonNull::new(unsafe { OSSL_PARAM_BLD_new() })
+            .map(ParamBuilder)
+            .ok_or(KaeError::OutOfMemory)
     }
     pub fn push_bn(&mut self, key: &'static CStr, bn: &BigNum) -> KaeResult<()> {
         // SAFETY: valid builder, static key, valid BIGNUM (copied at to_param time? No: the
@@ -280,7 +299,11 @@ impl ParamBuilder {
     }
     pub fn push_utf8(&mut self, key: &'static CStr, s: &'static CStr) -> KaeResult<()> {
         // SAFETY: valid builder and static strings.
-        ok(unsafe { OSSL_PARAM_BLD_push_utf8_string(self.0.as_ptr(), key.as_ptr(), s.as_ptr(), 0) })
+        ok(
+            unsafe {
+                OSSL_PARAM_BLD_push_utf8_string(self.0.as_ptr(), key.as_ptr(), s.as_ptr(), 0)
+            },
+        )
     }
     pub fn push_int(&mut self, key: &'static CStr, v: i32) -> KaeResult<()> {
         // SAFETY: valid builder.
@@ -289,7 +312,9 @@ impl ParamBuilder {
     pub fn build(self) -> KaeResult<OwnedParams> {
         // SAFETY: valid builder; the result is a fresh array we own.
         let p = unsafe { OSSL_PARAM_BLD_to_param(self.0.as_ptr()) };
-        core::ptr::NonNull::new(p).map(OwnedParams).ok_or(KaeError::OutOfMemory)
+        core::ptr::NonNull::new(p)
+            .map(OwnedParams)
+            .ok_or(KaeError::OutOfMemory)
     }
 }
 

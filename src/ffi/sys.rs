@@ -11,8 +11,20 @@ macro_rules! opaque {
     ($($name:ident),* $(,)?) => { $( #[repr(C)] pub struct $name { _p: [u8; 0] } )* };
 }
 opaque!(
-    OSSL_CORE_HANDLE, OSSL_LIB_CTX, OSSL_PROVIDER, BIGNUM, BN_CTX, BN_MONT_CTX, BN_GENCB,
-    EVP_MD, EVP_MD_CTX, ASYNC_JOB, ASYNC_WAIT_CTX, OSSL_PARAM_BLD, EVP_MAC, EVP_MAC_CTX
+    OSSL_CORE_HANDLE,
+    OSSL_LIB_CTX,
+    OSSL_PROVIDER,
+    BIGNUM,
+    BN_CTX,
+    BN_MONT_CTX,
+    BN_GENCB,
+    EVP_MD,
+    EVP_MD_CTX,
+    ASYNC_JOB,
+    ASYNC_WAIT_CTX,
+    OSSL_PARAM_BLD,
+    EVP_MAC,
+    EVP_MAC_CTX
 );
 
 #[repr(C)]
@@ -76,10 +88,13 @@ pub const OSSL_FUNC_PROVIDER_GETTABLE_PARAMS: c_int = 1025;
 pub const OSSL_FUNC_PROVIDER_GET_PARAMS: c_int = 1026;
 pub const OSSL_FUNC_PROVIDER_QUERY_OPERATION: c_int = 1027;
 pub const OSSL_FUNC_PROVIDER_GET_REASON_STRINGS: c_int = 1029;
+pub const OSSL_FUNC_PROVIDER_GET_CAPABILITIES: c_int = 1030;
 
 pub const OSSL_OP_KEYMGMT: c_int = 10;
 pub const OSSL_OP_SIGNATURE: c_int = 12;
 pub const OSSL_OP_ASYM_CIPHER: c_int = 13;
+pub const OSSL_OP_ENCODER: c_int = 20;
+pub const OSSL_OP_DECODER: c_int = 21;
 
 pub const OSSL_FUNC_KEYMGMT_NEW: c_int = 1;
 pub const OSSL_FUNC_KEYMGMT_GEN_INIT: c_int = 2;
@@ -150,8 +165,7 @@ pub const BN_FLG_CONSTTIME: c_int = 0x04;
 
 pub type core_get_params_fn =
     unsafe extern "C" fn(handle: *const OSSL_CORE_HANDLE, params: *mut OSSL_PARAM) -> c_int;
-pub type core_get_libctx_fn =
-    unsafe extern "C" fn(handle: *const OSSL_CORE_HANDLE) -> *mut c_void;
+pub type core_get_libctx_fn = unsafe extern "C" fn(handle: *const OSSL_CORE_HANDLE) -> *mut c_void;
 pub type core_new_error_fn = unsafe extern "C" fn(handle: *const OSSL_CORE_HANDLE);
 pub type core_set_error_debug_fn = unsafe extern "C" fn(
     handle: *const OSSL_CORE_HANDLE,
@@ -195,17 +209,29 @@ extern "C" {
     pub fn OSSL_PARAM_set_BN(p: *mut OSSL_PARAM, val: *const BIGNUM) -> c_int;
     pub fn OSSL_PARAM_set_utf8_string(p: *mut OSSL_PARAM, val: *const c_char) -> c_int;
     pub fn OSSL_PARAM_set_utf8_ptr(p: *mut OSSL_PARAM, val: *const c_char) -> c_int;
-    pub fn OSSL_PARAM_set_octet_string(p: *mut OSSL_PARAM, val: *const c_void, len: size_t) -> c_int;
+    pub fn OSSL_PARAM_set_octet_string(
+        p: *mut OSSL_PARAM,
+        val: *const c_void,
+        len: size_t,
+    ) -> c_int;
     pub fn OSSL_PARAM_BLD_new() -> *mut OSSL_PARAM_BLD;
     pub fn OSSL_PARAM_BLD_free(bld: *mut OSSL_PARAM_BLD);
-    pub fn OSSL_PARAM_BLD_push_BN(bld: *mut OSSL_PARAM_BLD, key: *const c_char, bn: *const BIGNUM) -> c_int;
+    pub fn OSSL_PARAM_BLD_push_BN(
+        bld: *mut OSSL_PARAM_BLD,
+        key: *const c_char,
+        bn: *const BIGNUM,
+    ) -> c_int;
     pub fn OSSL_PARAM_BLD_push_utf8_string(
         bld: *mut OSSL_PARAM_BLD,
         key: *const c_char,
         buf: *const c_char,
         bsize: size_t,
     ) -> c_int;
-    pub fn OSSL_PARAM_BLD_push_int(bld: *mut OSSL_PARAM_BLD, key: *const c_char, val: c_int) -> c_int;
+    pub fn OSSL_PARAM_BLD_push_int(
+        bld: *mut OSSL_PARAM_BLD,
+        key: *const c_char,
+        val: c_int,
+    ) -> c_int;
     pub fn OSSL_PARAM_BLD_to_param(bld: *mut OSSL_PARAM_BLD) -> *mut OSSL_PARAM;
     pub fn OSSL_PARAM_free(p: *mut OSSL_PARAM);
 
@@ -315,7 +341,12 @@ extern "C" {
         mont: *mut BN_MONT_CTX,
         ctx: *mut BN_CTX,
     ) -> c_int;
-    pub fn BN_priv_rand_range_ex(r: *mut BIGNUM, range: *const BIGNUM, strength: c_uint, ctx: *mut BN_CTX) -> c_int;
+    pub fn BN_priv_rand_range_ex(
+        r: *mut BIGNUM,
+        range: *const BIGNUM,
+        strength: c_uint,
+        ctx: *mut BN_CTX,
+    ) -> c_int;
     pub fn BN_generate_prime_ex2(
         ret: *mut BIGNUM,
         bits: c_int,
@@ -334,7 +365,11 @@ extern "C" {
     pub fn BN_MONT_CTX_set(m: *mut BN_MONT_CTX, modulus: *const BIGNUM, ctx: *mut BN_CTX) -> c_int;
 
     // Digests and randomness.
-    pub fn EVP_MD_fetch(ctx: *mut OSSL_LIB_CTX, algorithm: *const c_char, props: *const c_char) -> *mut EVP_MD;
+    pub fn EVP_MD_fetch(
+        ctx: *mut OSSL_LIB_CTX,
+        algorithm: *const c_char,
+        props: *const c_char,
+    ) -> *mut EVP_MD;
     pub fn EVP_MD_free(md: *mut EVP_MD);
     pub fn EVP_MD_up_ref(md: *mut EVP_MD) -> c_int;
     pub fn EVP_MD_get_size(md: *const EVP_MD) -> c_int;
@@ -350,10 +385,42 @@ extern "C" {
     pub fn EVP_MD_CTX_settable_params(ctx: *mut EVP_MD_CTX) -> *const OSSL_PARAM;
     pub fn EVP_MD_gettable_ctx_params(md: *const EVP_MD) -> *const OSSL_PARAM;
     pub fn EVP_MD_settable_ctx_params(md: *const EVP_MD) -> *const OSSL_PARAM;
-    pub fn EVP_DigestInit_ex2(ctx: *mut EVP_MD_CTX, md: *const EVP_MD, params: *const OSSL_PARAM) -> c_int;
+    pub fn EVP_DigestInit_ex2(
+        ctx: *mut EVP_MD_CTX,
+        md: *const EVP_MD,
+        params: *const OSSL_PARAM,
+    ) -> c_int;
     pub fn EVP_DigestUpdate(ctx: *mut EVP_MD_CTX, d: *const c_void, cnt: size_t) -> c_int;
     pub fn EVP_DigestFinal_ex(ctx: *mut EVP_MD_CTX, md: *mut c_uchar, s: *mut c_uint) -> c_int;
-    pub fn RAND_bytes_ex(ctx: *mut OSSL_LIB_CTX, buf: *mut c_uchar, num: size_t, strength: c_uint) -> c_int;
-    pub fn RAND_priv_bytes_ex(ctx: *mut OSSL_LIB_CTX, buf: *mut c_uchar, num: size_t, strength: c_uint) -> c_int;
+    pub fn RAND_bytes_ex(
+        ctx: *mut OSSL_LIB_CTX,
+        buf: *mut c_uchar,
+        num: size_t,
+        strength: c_uint,
+    ) -> c_int;
+    pub fn RAND_priv_bytes_ex(
+        ctx: *mut OSSL_LIB_CTX,
+        buf: *mut c_uchar,
+        num: size_t,
+        strength: c_uint,
+    ) -> c_int;
     pub fn CRYPTO_memcmp(a: *const c_void, b: *const c_void, len: size_t) -> c_int;
+}
+
+extern "C" {
+    pub fn OSSL_PROVIDER_query_operation(
+        prov: *const OSSL_PROVIDER,
+        operation_id: c_int,
+        no_cache: *mut c_int,
+    ) -> *const OSSL_ALGORITHM;
+    pub fn OSSL_PROVIDER_get0_provider_ctx(prov: *const OSSL_PROVIDER) -> *mut c_void;
+}
+
+extern "C" {
+    pub fn OSSL_PROVIDER_get_capabilities(
+        prov: *const OSSL_PROVIDER,
+        capability: *const c_char,
+        cb: Option<unsafe extern "C" fn(*const OSSL_PARAM, *mut c_void) -> c_int>,
+        arg: *mut c_void,
+    ) -> c_int;
 }

@@ -43,7 +43,11 @@ pub struct PssRestrictions {
 impl PssRestrictions {
     /// The defaults of RFC 8017 A.2.3: SHA-1, MGF1-SHA-1, 20-byte salt.
     pub fn defaults() -> Self {
-        PssRestrictions { md: DigestId::Sha1, mgf1_md: DigestId::Sha1, min_saltlen: 20 }
+        PssRestrictions {
+            md: DigestId::Sha1,
+            mgf1_md: DigestId::Sha1,
+            min_saltlen: 20,
+        }
     }
     pub fn salt(&self) -> SaltLen {
         SaltLen::Fixed(self.min_saltlen)
@@ -138,7 +142,10 @@ impl RsaKey {
             let ctx = BnCtx::new()?;
             let n = MontCtx::new(self.n()?, &ctx)?;
             let pq = if self.has_crt() {
-                Some((MontCtx::new(&self.primes[0], &ctx)?, MontCtx::new(&self.primes[1], &ctx)?))
+                Some((
+                    MontCtx::new(&self.primes[0], &ctx)?,
+                    MontCtx::new(&self.primes[1], &ctx)?,
+                ))
             } else {
                 None
             };
@@ -156,9 +163,21 @@ impl RsaKey {
         }
         if private {
             k.d = self.d.as_ref().map(|b| b.dup(true)).transpose()?;
-            k.primes = self.primes.iter().map(|b| b.dup(true)).collect::<KaeResult<_>>()?;
-            k.exps = self.exps.iter().map(|b| b.dup(true)).collect::<KaeResult<_>>()?;
-            k.coeffs = self.coeffs.iter().map(|b| b.dup(true)).collect::<KaeResult<_>>()?;
+            k.primes = self
+                .primes
+                .iter()
+                .map(|b| b.dup(true))
+                .collect::<KaeResult<_>>()?;
+            k.exps = self
+                .exps
+                .iter()
+                .map(|b| b.dup(true))
+                .collect::<KaeResult<_>>()?;
+            k.coeffs = self
+                .coeffs
+                .iter()
+                .map(|b| b.dup(true))
+                .collect::<KaeResult<_>>()?;
         }
         if params {
             k.pss = self.pss;
@@ -177,7 +196,11 @@ impl RsaKey {
         if bits > MAX_MODULUS_BITS {
             return Err(KaeError::KeyTooLarge);
         }
-        if e.is_negative() || !e.is_odd() || e.is_one() || e.cmp_vartime(n) != core::cmp::Ordering::Less {
+        if e.is_negative()
+            || !e.is_odd()
+            || e.is_one()
+            || e.cmp_vartime(n) != core::cmp::Ordering::Less
+        {
             return Err(KaeError::BadPublicExponent);
         }
         if bits > SMALL_MODULUS_BITS && e.num_bits() > MAX_PUBEXP_BITS {
@@ -188,13 +211,21 @@ impl RsaKey {
 
     /// Full validation: public shape, private components consistent with n and e, primes
     /// prime, and (for keypairs) a sign/verify round trip.
-    pub fn validate(&self, check_public: bool, check_private: bool, pairwise: bool) -> KaeResult<()> {
+    pub fn validate(
+        &self,
+        check_public: bool,
+        check_private: bool,
+        pairwise: bool,
+    ) -> KaeResult<()> {
         if check_public || pairwise {
             self.check_public_shape()?;
         }
         if check_private {
             let d = self.d.as_ref().ok_or(KaeError::MissingPrivateKey)?;
-            if d.is_zero() || d.is_negative() || d.cmp_vartime(self.n()?) != core::cmp::Ordering::Less {
+            if d.is_zero()
+                || d.is_negative()
+                || d.cmp_vartime(self.n()?) != core::cmp::Ordering::Less
+            {
                 return Err(KaeError::InvalidKey);
             }
         }
@@ -272,7 +303,13 @@ pub fn security_bits_for(bits: usize) -> u32 {
         b if b < 8 => return 0,
         _ => {}
     }
-    let cap = if bits <= 7680 { 192 } else if bits <= 15360 { 256 } else { 1024 };
+    let cap = if bits <= 7680 {
+        192
+    } else if bits <= 15360 {
+        256
+    } else {
+        1024
+    };
     let x = bits as f64 * core::f64::consts::LN_2;
     let e = (1.923 * x.cbrt() * x.ln().powf(2.0 / 3.0) - 4.69) / core::f64::consts::LN_2;
     let v = (e.max(0.0) as u32) & !7;

@@ -27,6 +27,8 @@ pub enum PadMode {
     Oaep = 4,
     X931 = 5,
     Pss = 6,
+    /// PKCS#1 v1.5 decryption of a TLS premaster secret (RSA_PKCS1_WITH_TLS_PADDING).
+    Pkcs1Tls = 7,
 }
 
 impl PadMode {
@@ -37,6 +39,7 @@ impl PadMode {
             4 => PadMode::Oaep,
             5 => PadMode::X931,
             6 => PadMode::Pss,
+            7 => PadMode::Pkcs1Tls,
             _ => return None,
         })
     }
@@ -57,6 +60,7 @@ impl PadMode {
             PadMode::Oaep => c"oaep",
             PadMode::X931 => c"x931",
             PadMode::Pss => c"pss",
+            PadMode::Pkcs1Tls => c"pkcs1",
         }
     }
 }

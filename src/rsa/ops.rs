@@ -69,7 +69,11 @@ fn new_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
     let ai_m = BigNum::new_secret()?;
     arith::to_mont(&a_m, &a, mont, ctx)?;
     arith::to_mont(&ai_m, &ri, mont, ctx)?;
-    Ok(Blinding { a: a_m, ai: ai_m, uses: 0 })
+    Ok(Blinding {
+        a: a_m,
+        ai: ai_m,
+        uses: 0,
+    })
 }
 
 fn take_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
@@ -136,7 +140,10 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     arith::mod_exp_vartime(&check, &y, e, n, &mont.n, &ctx)?;
     if !arith::eq_consttime(&check, &xb, key.size())? {
         CRT_FAULTS.fetch_add(1, Ordering::Relaxed);
-        log::warn!("kae: RSA {} result failed verification; recomputing without CRT", if used_crt { "CRT" } else { "plain" });
+        log::warn!(
+            "kae: RSA {} result failed verification; recomputing without CRT",
+            if used_crt { "CRT" } else { "plain" }
+        );
         let d = key.d.as_ref().ok_or(KaeError::FaultDetected)?;
         arith::mod_exp_consttime(&y, &xb, d, n, &mont.n, &ctx)?;
         arith::mod_exp_vartime(&check, &y, e, n, &mont.n, &ctx)?;
@@ -154,7 +161,14 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
 
 /// Garner's CRT recombination (RFC 8017 §5.1.2 step 2.b):
 /// m1 = c^dP mod p, m2 = c^dQ mod q, h = qInv·(m1 − m2) mod p, m = m2 + q·h.
-fn crt_exp(key: &RsaKey, c: &BigNum, m: &BigNum, mp: &crate::ffi::bn::MontCtx, mq: &crate::ffi::bn::MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+fn crt_exp(
+    key: &RsaKey,
+    c: &BigNum,
+    m: &BigNum,
+    mp: &crate::ffi::bn::MontCtx,
+    mq: &crate::ffi::bn::MontCtx,
+    ctx: &BnCtx,
+) -> KaeResult<()> {
     let (p, q) = (&key.primes[0], &key.primes[1]);
     let (dp, dq) = (&key.exps[0], &key.exps[1]);
     let qinv = &key.coeffs[0];
@@ -245,7 +259,11 @@ pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> Kae
             continue;
         }
         // Keep p > q (conventional; qInv = q^-1 mod p).
-        let (p, q) = if p.cmp_vartime(&q) == core::cmp::Ordering::Less { (q, p) } else { (p, q) };
+        let (p, q) = if p.cmp_vartime(&q) == core::cmp::Ordering::Less {
+            (q, p)
+        } else {
+            (p, q)
+        };
         let n = BigNum::new()?;
         arith::mul(&n, &p, &q, &ctx)?;
         if n.num_bits() != bits {

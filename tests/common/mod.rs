@@ -23,7 +23,7 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_uint, c_ulong, CStr, CString};
 use std::fmt;
 use std::path::PathBuf;
 use std::ptr;
@@ -102,10 +102,16 @@ pub mod ffi {
         pub fn OSSL_LIB_CTX_new() -> *mut OSSL_LIB_CTX;
         pub fn OSSL_LIB_CTX_free(ctx: *mut OSSL_LIB_CTX);
 
-        pub fn OSSL_PROVIDER_load(ctx: *mut OSSL_LIB_CTX, name: *const c_char) -> *mut OSSL_PROVIDER;
+        pub fn OSSL_PROVIDER_load(
+            ctx: *mut OSSL_LIB_CTX,
+            name: *const c_char,
+        ) -> *mut OSSL_PROVIDER;
         pub fn OSSL_PROVIDER_available(ctx: *mut OSSL_LIB_CTX, name: *const c_char) -> c_int;
         pub fn OSSL_PROVIDER_get0_name(prov: *const OSSL_PROVIDER) -> *const c_char;
-        pub fn OSSL_PROVIDER_get_params(prov: *const OSSL_PROVIDER, params: *mut OSSL_PARAM) -> c_int;
+        pub fn OSSL_PROVIDER_get_params(
+            prov: *const OSSL_PROVIDER,
+            params: *mut OSSL_PARAM,
+        ) -> c_int;
 
         pub fn EVP_SIGNATURE_fetch(
             ctx: *mut OSSL_LIB_CTX,
@@ -154,7 +160,11 @@ pub mod ffi {
             selection: c_int,
             params: *mut OSSL_PARAM,
         ) -> c_int;
-        pub fn EVP_PKEY_todata(pkey: *const EVP_PKEY, selection: c_int, params: *mut *mut OSSL_PARAM) -> c_int;
+        pub fn EVP_PKEY_todata(
+            pkey: *const EVP_PKEY,
+            selection: c_int,
+            params: *mut *mut OSSL_PARAM,
+        ) -> c_int;
         pub fn EVP_PKEY_keygen_init(ctx: *mut EVP_PKEY_CTX) -> c_int;
         pub fn EVP_PKEY_keygen(ctx: *mut EVP_PKEY_CTX, ppkey: *mut *mut EVP_PKEY) -> c_int;
 
@@ -166,9 +176,21 @@ pub mod ffi {
         pub fn EVP_PKEY_get_bits(pkey: *const EVP_PKEY) -> c_int;
         pub fn EVP_PKEY_get_security_bits(pkey: *const EVP_PKEY) -> c_int;
         pub fn EVP_PKEY_get_size(pkey: *const EVP_PKEY) -> c_int;
-        pub fn EVP_PKEY_get_bn_param(pkey: *const EVP_PKEY, name: *const c_char, bn: *mut *mut BIGNUM) -> c_int;
-        pub fn EVP_PKEY_get_int_param(pkey: *const EVP_PKEY, name: *const c_char, out: *mut c_int) -> c_int;
-        pub fn EVP_PKEY_get_size_t_param(pkey: *const EVP_PKEY, name: *const c_char, out: *mut usize) -> c_int;
+        pub fn EVP_PKEY_get_bn_param(
+            pkey: *const EVP_PKEY,
+            name: *const c_char,
+            bn: *mut *mut BIGNUM,
+        ) -> c_int;
+        pub fn EVP_PKEY_get_int_param(
+            pkey: *const EVP_PKEY,
+            name: *const c_char,
+            out: *mut c_int,
+        ) -> c_int;
+        pub fn EVP_PKEY_get_size_t_param(
+            pkey: *const EVP_PKEY,
+            name: *const c_char,
+            out: *mut usize,
+        ) -> c_int;
         pub fn EVP_PKEY_get_utf8_string_param(
             pkey: *const EVP_PKEY,
             name: *const c_char,
@@ -259,7 +281,11 @@ pub mod ffi {
             tbs: *const u8,
             tbslen: usize,
         ) -> c_int;
-        pub fn EVP_MD_fetch(ctx: *mut OSSL_LIB_CTX, name: *const c_char, props: *const c_char) -> *mut EVP_MD;
+        pub fn EVP_MD_fetch(
+            ctx: *mut OSSL_LIB_CTX,
+            name: *const c_char,
+            props: *const c_char,
+        ) -> *mut EVP_MD;
         pub fn EVP_MD_free(md: *mut EVP_MD);
         pub fn EVP_MD_get_size(md: *const EVP_MD) -> c_int;
         pub fn EVP_Digest(
@@ -293,10 +319,26 @@ pub mod ffi {
         pub fn OSSL_PARAM_BLD_new() -> *mut OSSL_PARAM_BLD;
         pub fn OSSL_PARAM_BLD_free(bld: *mut OSSL_PARAM_BLD);
         pub fn OSSL_PARAM_BLD_to_param(bld: *mut OSSL_PARAM_BLD) -> *mut OSSL_PARAM;
-        pub fn OSSL_PARAM_BLD_push_int(bld: *mut OSSL_PARAM_BLD, key: *const c_char, v: c_int) -> c_int;
-        pub fn OSSL_PARAM_BLD_push_uint(bld: *mut OSSL_PARAM_BLD, key: *const c_char, v: c_uint) -> c_int;
-        pub fn OSSL_PARAM_BLD_push_size_t(bld: *mut OSSL_PARAM_BLD, key: *const c_char, v: usize) -> c_int;
-        pub fn OSSL_PARAM_BLD_push_BN(bld: *mut OSSL_PARAM_BLD, key: *const c_char, bn: *const BIGNUM) -> c_int;
+        pub fn OSSL_PARAM_BLD_push_int(
+            bld: *mut OSSL_PARAM_BLD,
+            key: *const c_char,
+            v: c_int,
+        ) -> c_int;
+        pub fn OSSL_PARAM_BLD_push_uint(
+            bld: *mut OSSL_PARAM_BLD,
+            key: *const c_char,
+            v: c_uint,
+        ) -> c_int;
+        pub fn OSSL_PARAM_BLD_push_size_t(
+            bld: *mut OSSL_PARAM_BLD,
+            key: *const c_char,
+            v: usize,
+        ) -> c_int;
+        pub fn OSSL_PARAM_BLD_push_BN(
+            bld: *mut OSSL_PARAM_BLD,
+            key: *const c_char,
+            bn: *const BIGNUM,
+        ) -> c_int;
         pub fn OSSL_PARAM_BLD_push_utf8_string(
             bld: *mut OSSL_PARAM_BLD,
             key: *const c_char,
@@ -310,10 +352,14 @@ pub mod ffi {
             len: usize,
         ) -> c_int;
         pub fn OSSL_PARAM_free(p: *mut OSSL_PARAM);
-        pub fn OSSL_PARAM_locate_const(p: *const OSSL_PARAM, key: *const c_char) -> *const OSSL_PARAM;
+        pub fn OSSL_PARAM_locate_const(
+            p: *const OSSL_PARAM,
+            key: *const c_char,
+        ) -> *const OSSL_PARAM;
         pub fn OSSL_PARAM_get_BN(p: *const OSSL_PARAM, bn: *mut *mut BIGNUM) -> c_int;
         pub fn OSSL_PARAM_get_int(p: *const OSSL_PARAM, v: *mut c_int) -> c_int;
-        pub fn OSSL_PARAM_get_utf8_string_ptr(p: *const OSSL_PARAM, v: *mut *const c_char) -> c_int;
+        pub fn OSSL_PARAM_get_utf8_string_ptr(p: *const OSSL_PARAM, v: *mut *const c_char)
+            -> c_int;
 
         pub fn RAND_bytes(buf: *mut u8, num: c_int) -> c_int;
     }
@@ -329,7 +375,10 @@ use ffi::*;
 /// outlive the `OSSL_PARAM` arrays that point at them; the set of keys is small).
 pub fn intern(s: &str) -> &'static CStr {
     static TABLE: OnceLock<Mutex<HashMap<String, &'static CStr>>> = OnceLock::new();
-    let mut t = TABLE.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap();
+    let mut t = TABLE
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap();
     if let Some(c) = t.get(s) {
         return c;
     }
@@ -354,7 +403,11 @@ pub fn hex(b: &[u8]) -> String {
 pub fn random_bytes(n: usize) -> Vec<u8> {
     let mut v = vec![0u8; n];
     if n > 0 {
-        assert_eq!(unsafe { RAND_bytes(v.as_mut_ptr(), n as c_int) }, 1, "RAND_bytes failed");
+        assert_eq!(
+            unsafe { RAND_bytes(v.as_mut_ptr(), n as c_int) },
+            1,
+            "RAND_bytes failed"
+        );
     }
     v
 }
@@ -476,13 +529,23 @@ pub fn take_errors(context: &str) -> SslError {
         let mut func: *const c_char = ptr::null();
         let mut data: *const c_char = ptr::null();
         let mut flags: c_int = 0;
-        let e = unsafe { ERR_get_error_all(ptr::null_mut(), ptr::null_mut(), &mut func, &mut data, &mut flags) };
+        let e = unsafe {
+            ERR_get_error_all(
+                ptr::null_mut(),
+                ptr::null_mut(),
+                &mut func,
+                &mut data,
+                &mut flags,
+            )
+        };
         if e == 0 {
             break;
         }
         let mut buf = [0 as c_char; 512];
         unsafe { ERR_error_string_n(e, buf.as_mut_ptr(), buf.len()) };
-        let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
+        let text = unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
         entries.push(ErrEntry {
             code: e as u64,
             lib: err_lib(e),
@@ -490,11 +553,18 @@ pub fn take_errors(context: &str) -> SslError {
             lib_str: cstr_opt(unsafe { ERR_lib_error_string(e) }),
             reason_str: cstr_opt(unsafe { ERR_reason_error_string(e) }),
             func: cstr_opt(func),
-            data: if flags & ERR_TXT_STRING != 0 { cstr_opt(data) } else { None },
+            data: if flags & ERR_TXT_STRING != 0 {
+                cstr_opt(data)
+            } else {
+                None
+            },
             text,
         });
     }
-    SslError { context: context.to_owned(), entries }
+    SslError {
+        context: context.to_owned(),
+        entries,
+    }
 }
 
 /// Pop the oldest queued error and render it (`ERR_get_error` + `ERR_error_string_n`).
@@ -505,7 +575,11 @@ pub fn last_error_string() -> Option<String> {
     }
     let mut buf = [0 as c_char; 512];
     unsafe { ERR_error_string_n(e, buf.as_mut_ptr(), buf.len()) };
-    Some(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 /// `(lib, reason)` of the oldest queued error without removing it (`ERR_peek_error`).
@@ -610,7 +684,9 @@ impl ParamsBuilder {
                         strings.push(c);
                         r
                     }
-                    PVal::Octet(b) => OSSL_PARAM_BLD_push_octet_string(bld, key, b.as_ptr().cast(), b.len()),
+                    PVal::Octet(b) => {
+                        OSSL_PARAM_BLD_push_octet_string(bld, key, b.as_ptr().cast(), b.len())
+                    }
                     PVal::Int(i) => OSSL_PARAM_BLD_push_int(bld, key, *i),
                     PVal::Uint(u) => OSSL_PARAM_BLD_push_uint(bld, key, *u),
                     PVal::SizeT(u) => OSSL_PARAM_BLD_push_size_t(bld, key, *u),
@@ -763,17 +839,25 @@ fn load_kae() -> Lib {
         let cname = CString::new(name.clone()).unwrap();
         let prov = OSSL_PROVIDER_load(ctx, cname.as_ptr());
         if prov.is_null() {
-            panic!("OSSL_PROVIDER_load({name}) failed: {}", take_errors("OSSL_PROVIDER_load"));
+            panic!(
+                "OSSL_PROVIDER_load({name}) failed: {}",
+                take_errors("OSSL_PROVIDER_load")
+            );
         }
         let prov_name = cstr_opt(OSSL_PROVIDER_get0_name(prov)).unwrap_or_default();
-        let default_loaded_by_module = OSSL_PROVIDER_available(ctx, intern("default").as_ptr()) == 1;
+        let default_loaded_by_module =
+            OSSL_PROVIDER_available(ctx, intern("default").as_ptr()) == 1;
         if !default_loaded_by_module {
             eprintln!(
                 "NOTE: the default provider is not available in the kae library context after \
                  loading {name}; loading it so that digests and the DRBG exist"
             );
             let d = OSSL_PROVIDER_load(ctx, intern("default").as_ptr());
-            assert!(!d.is_null(), "loading default into the kae context: {}", take_errors("load"));
+            assert!(
+                !d.is_null(),
+                "loading default into the kae context: {}",
+                take_errors("load")
+            );
         }
         clear_errors();
         Lib {
@@ -792,7 +876,11 @@ fn load_reference() -> Lib {
         let ctx = OSSL_LIB_CTX_new();
         assert!(!ctx.is_null(), "OSSL_LIB_CTX_new");
         let prov = OSSL_PROVIDER_load(ctx, intern("default").as_ptr());
-        assert!(!prov.is_null(), "loading the default provider: {}", take_errors("load"));
+        assert!(
+            !prov.is_null(),
+            "loading the default provider: {}",
+            take_errors("load")
+        );
         Lib {
             ptr: ctx,
             prov,
@@ -848,7 +936,13 @@ impl Lib {
                 data_size: 0,
                 return_size: OSSL_PARAM_UNMODIFIED,
             },
-            OSSL_PARAM { key: ptr::null(), data_type: 0, data: ptr::null_mut(), data_size: 0, return_size: 0 },
+            OSSL_PARAM {
+                key: ptr::null(),
+                data_type: 0,
+                data: ptr::null_mut(),
+                data_size: 0,
+                return_size: 0,
+            },
         ];
         if unsafe { OSSL_PROVIDER_get_params(self.prov, params.as_mut_ptr()) } != 1 {
             clear_errors();
@@ -881,13 +975,19 @@ impl Lib {
     fn new_ctx_from_name(&self, keytype: &str) -> Res<PkeyCtx> {
         let kt = CString::new(keytype).unwrap();
         let p = unsafe { EVP_PKEY_CTX_new_from_name(self.ptr, kt.as_ptr(), self.propq.as_ptr()) };
-        Ok(PkeyCtx(cvt_p(p, &format!("EVP_PKEY_CTX_new_from_name({keytype}) [{}]", self.label))?))
+        Ok(PkeyCtx(cvt_p(
+            p,
+            &format!("EVP_PKEY_CTX_new_from_name({keytype}) [{}]", self.label),
+        )?))
     }
 
     /// `EVP_PKEY_CTX_new_from_pkey` with this context's property query.
     pub fn pctx(&self, key: &Pkey) -> Res<PkeyCtx> {
         let p = unsafe { EVP_PKEY_CTX_new_from_pkey(self.ptr, key.0, self.propq.as_ptr()) };
-        Ok(PkeyCtx(cvt_p(p, &format!("EVP_PKEY_CTX_new_from_pkey [{}]", self.label))?))
+        Ok(PkeyCtx(cvt_p(
+            p,
+            &format!("EVP_PKEY_CTX_new_from_pkey [{}]", self.label),
+        )?))
     }
 
     /// Key generation in this context (`keytype` "RSA" or "RSA-PSS").
@@ -896,9 +996,15 @@ impl Lib {
         let ctx = self.new_ctx_from_name(keytype)?;
         unsafe {
             cvt(EVP_PKEY_keygen_init(ctx.0), "EVP_PKEY_keygen_init")?;
-            cvt(EVP_PKEY_CTX_set_params(ctx.0, params.as_ptr()), "EVP_PKEY_CTX_set_params(keygen)")?;
+            cvt(
+                EVP_PKEY_CTX_set_params(ctx.0, params.as_ptr()),
+                "EVP_PKEY_CTX_set_params(keygen)",
+            )?;
             let mut pk: *mut EVP_PKEY = ptr::null_mut();
-            cvt(EVP_PKEY_keygen(ctx.0, &mut pk), &format!("EVP_PKEY_keygen [{}]", self.label))?;
+            cvt(
+                EVP_PKEY_keygen(ctx.0, &mut pk),
+                &format!("EVP_PKEY_keygen [{}]", self.label),
+            )?;
             let key = Pkey(pk);
             self.expect_key(&key, "keygen");
             Ok(key)
@@ -933,7 +1039,11 @@ impl Lib {
 
     /// Copy a key (from any context) into this one via todata/fromdata.
     pub fn transfer(&self, key: &Pkey) -> Res<Pkey> {
-        let sel = if key.has_private() { EVP_PKEY_KEYPAIR } else { EVP_PKEY_PUBLIC_KEY };
+        let sel = if key.has_private() {
+            EVP_PKEY_KEYPAIR
+        } else {
+            EVP_PKEY_PUBLIC_KEY
+        };
         let params = key.export(sel)?;
         self.import(&key.type_name(), sel, &params)
     }
@@ -943,10 +1053,21 @@ impl Lib {
         let m = CString::new(md).unwrap();
         unsafe {
             let md = EVP_MD_fetch(self.ptr, m.as_ptr(), ptr::null());
-            assert!(!md.is_null(), "EVP_MD_fetch({m:?}): {}", take_errors("fetch"));
+            assert!(
+                !md.is_null(),
+                "EVP_MD_fetch({m:?}): {}",
+                take_errors("fetch")
+            );
             let mut out = vec![0u8; 64];
             let mut len: c_uint = 0;
-            let r = EVP_Digest(data.as_ptr().cast(), data.len(), out.as_mut_ptr(), &mut len, md, ptr::null_mut());
+            let r = EVP_Digest(
+                data.as_ptr().cast(),
+                data.len(),
+                out.as_mut_ptr(),
+                &mut len,
+                md,
+                ptr::null_mut(),
+            );
             EVP_MD_free(md);
             assert_eq!(r, 1, "EVP_Digest");
             out.truncate(len as usize);
@@ -992,7 +1113,13 @@ impl Clone for Pkey {
 
 impl fmt::Debug for Pkey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Pkey({} {} bits, provider {})", self.type_name(), self.bits(), self.provider_name())
+        write!(
+            f,
+            "Pkey({} {} bits, provider {})",
+            self.type_name(),
+            self.bits(),
+            self.provider_name()
+        )
     }
 }
 
@@ -1071,7 +1198,10 @@ impl Pkey {
     pub fn export(&self, selection: c_int) -> Res<Params> {
         clear_errors();
         let mut p: *mut OSSL_PARAM = ptr::null_mut();
-        cvt(unsafe { EVP_PKEY_todata(self.0, selection, &mut p) }, "EVP_PKEY_todata")?;
+        cvt(
+            unsafe { EVP_PKEY_todata(self.0, selection, &mut p) },
+            "EVP_PKEY_todata",
+        )?;
         Ok(Params { ptr: p })
     }
     /// `EVP_PKEY_eq`: 1 equal, 0 different, negative not comparable.
@@ -1091,7 +1221,10 @@ impl Drop for PkeyCtx {
 
 impl PkeyCtx {
     pub fn set_params(&self, params: &Params) -> Res<()> {
-        cvt(unsafe { EVP_PKEY_CTX_set_params(self.0, params.as_ptr()) }, "EVP_PKEY_CTX_set_params")?;
+        cvt(
+            unsafe { EVP_PKEY_CTX_set_params(self.0, params.as_ptr()) },
+            "EVP_PKEY_CTX_set_params",
+        )?;
         Ok(())
     }
 }
@@ -1168,8 +1301,16 @@ impl Salt {
 /// Signature parameters: `pad` ("pkcs1", "pss", "x931", "none"), `digest` (only for
 /// `EVP_PKEY_sign`-style calls; digest-sign takes the digest separately), `mgf1-digest`,
 /// `saltlen`.
-pub fn sig_params(pad: &str, digest: Option<&str>, mgf1: Option<&str>, salt: Option<Salt>) -> Params {
-    let mut b = ParamsBuilder::new().utf8("pad-mode", pad).opt_utf8("digest", digest).opt_utf8("mgf1-digest", mgf1);
+pub fn sig_params(
+    pad: &str,
+    digest: Option<&str>,
+    mgf1: Option<&str>,
+    salt: Option<Salt>,
+) -> Params {
+    let mut b = ParamsBuilder::new()
+        .utf8("pad-mode", pad)
+        .opt_utf8("digest", digest)
+        .opt_utf8("mgf1-digest", mgf1);
     if let Some(s) = salt {
         b = s.push(b);
     }
@@ -1190,17 +1331,30 @@ pub struct Enc<'a> {
 
 impl<'a> Enc<'a> {
     pub fn pad(pad: &'a str) -> Self {
-        Enc { pad, ..Default::default() }
+        Enc {
+            pad,
+            ..Default::default()
+        }
     }
     pub fn pkcs1() -> Self {
         Self::pad("pkcs1")
     }
     /// PKCS#1 v1.5 with implicit rejection disabled (comparable with OpenSSL 3.0's default).
     pub fn pkcs1_explicit() -> Self {
-        Enc { pad: "pkcs1", implicit_rejection: Some(0), ..Default::default() }
+        Enc {
+            pad: "pkcs1",
+            implicit_rejection: Some(0),
+            ..Default::default()
+        }
     }
     pub fn oaep(md: &'a str, mgf1: &'a str, label: Option<&'a [u8]>) -> Self {
-        Enc { pad: "oaep", oaep_md: Some(md), mgf1: Some(mgf1), label, ..Default::default() }
+        Enc {
+            pad: "oaep",
+            oaep_md: Some(md),
+            mgf1: Some(mgf1),
+            label,
+            ..Default::default()
+        }
     }
     pub fn builder(&self) -> ParamsBuilder {
         let mut b = ParamsBuilder::new()
@@ -1236,11 +1390,17 @@ pub fn sign(lib: &Lib, key: &Pkey, params: &Params, tbs: &[u8]) -> Res<Vec<u8>> 
     clear_errors();
     let ctx = lib.pctx(key)?;
     unsafe {
-        cvt(EVP_PKEY_sign_init(ctx.0), &format!("EVP_PKEY_sign_init [{}]", lib.label))?;
+        cvt(
+            EVP_PKEY_sign_init(ctx.0),
+            &format!("EVP_PKEY_sign_init [{}]", lib.label),
+        )?;
         lib.expect_op(ctx.0, "EVP_PKEY_sign");
         ctx.set_params(params)?;
         let mut len = 0usize;
-        cvt(EVP_PKEY_sign(ctx.0, ptr::null_mut(), &mut len, tbs.as_ptr(), tbs.len()), "EVP_PKEY_sign(size)")?;
+        cvt(
+            EVP_PKEY_sign(ctx.0, ptr::null_mut(), &mut len, tbs.as_ptr(), tbs.len()),
+            "EVP_PKEY_sign(size)",
+        )?;
         let mut out = vec![0u8; len];
         cvt(
             EVP_PKEY_sign(ctx.0, out.as_mut_ptr(), &mut len, tbs.as_ptr(), tbs.len()),
@@ -1256,7 +1416,10 @@ pub fn verify(lib: &Lib, key: &Pkey, params: &Params, tbs: &[u8], sig: &[u8]) ->
     clear_errors();
     let ctx = lib.pctx(key)?;
     unsafe {
-        cvt(EVP_PKEY_verify_init(ctx.0), &format!("EVP_PKEY_verify_init [{}]", lib.label))?;
+        cvt(
+            EVP_PKEY_verify_init(ctx.0),
+            &format!("EVP_PKEY_verify_init [{}]", lib.label),
+        )?;
         lib.expect_op(ctx.0, "EVP_PKEY_verify");
         ctx.set_params(params)?;
         cvt(
@@ -1272,7 +1435,10 @@ pub fn verify_recover(lib: &Lib, key: &Pkey, params: &Params, sig: &[u8]) -> Res
     clear_errors();
     let ctx = lib.pctx(key)?;
     unsafe {
-        cvt(EVP_PKEY_verify_recover_init(ctx.0), &format!("EVP_PKEY_verify_recover_init [{}]", lib.label))?;
+        cvt(
+            EVP_PKEY_verify_recover_init(ctx.0),
+            &format!("EVP_PKEY_verify_recover_init [{}]", lib.label),
+        )?;
         lib.expect_op(ctx.0, "EVP_PKEY_verify_recover");
         ctx.set_params(params)?;
         let mut len = 0usize;
@@ -1290,14 +1456,28 @@ pub fn verify_recover(lib: &Lib, key: &Pkey, params: &Params, sig: &[u8]) -> Res
     }
 }
 
-fn digest_init(lib: &Lib, key: &Pkey, md: Option<&str>, params: &Params, signing: bool) -> Res<MdCtx> {
+fn digest_init(
+    lib: &Lib,
+    key: &Pkey,
+    md: Option<&str>,
+    params: &Params,
+    signing: bool,
+) -> Res<MdCtx> {
     clear_errors();
     let mctx = MdCtx::new();
     let mdname = md.map(|m| CString::new(m).unwrap());
     let mut pctx: *mut EVP_PKEY_CTX = ptr::null_mut();
-    let what = if signing { "EVP_DigestSignInit_ex" } else { "EVP_DigestVerifyInit_ex" };
+    let what = if signing {
+        "EVP_DigestSignInit_ex"
+    } else {
+        "EVP_DigestVerifyInit_ex"
+    };
     unsafe {
-        let f = if signing { EVP_DigestSignInit_ex } else { EVP_DigestVerifyInit_ex };
+        let f = if signing {
+            EVP_DigestSignInit_ex
+        } else {
+            EVP_DigestVerifyInit_ex
+        };
         cvt(
             f(
                 mctx.0,
@@ -1312,17 +1492,29 @@ fn digest_init(lib: &Lib, key: &Pkey, md: Option<&str>, params: &Params, signing
         )?;
         assert!(!pctx.is_null(), "{what} gave no EVP_PKEY_CTX");
         lib.expect_op(pctx, what);
-        cvt(EVP_PKEY_CTX_set_params(pctx, params.as_ptr()), "EVP_PKEY_CTX_set_params")?;
+        cvt(
+            EVP_PKEY_CTX_set_params(pctx, params.as_ptr()),
+            "EVP_PKEY_CTX_set_params",
+        )?;
     }
     Ok(mctx)
 }
 
 /// One-shot `EVP_DigestSign` with digest `md`.
-pub fn digest_sign(lib: &Lib, key: &Pkey, md: Option<&str>, params: &Params, msg: &[u8]) -> Res<Vec<u8>> {
+pub fn digest_sign(
+    lib: &Lib,
+    key: &Pkey,
+    md: Option<&str>,
+    params: &Params,
+    msg: &[u8],
+) -> Res<Vec<u8>> {
     let mctx = digest_init(lib, key, md, params, true)?;
     unsafe {
         let mut len = 0usize;
-        cvt(EVP_DigestSign(mctx.0, ptr::null_mut(), &mut len, msg.as_ptr(), msg.len()), "EVP_DigestSign(size)")?;
+        cvt(
+            EVP_DigestSign(mctx.0, ptr::null_mut(), &mut len, msg.as_ptr(), msg.len()),
+            "EVP_DigestSign(size)",
+        )?;
         let mut out = vec![0u8; len];
         cvt(
             EVP_DigestSign(mctx.0, out.as_mut_ptr(), &mut len, msg.as_ptr(), msg.len()),
@@ -1334,7 +1526,14 @@ pub fn digest_sign(lib: &Lib, key: &Pkey, md: Option<&str>, params: &Params, msg
 }
 
 /// One-shot `EVP_DigestVerify`; `Ok(())` only on return value 1.
-pub fn digest_verify(lib: &Lib, key: &Pkey, md: Option<&str>, params: &Params, msg: &[u8], sig: &[u8]) -> Res<()> {
+pub fn digest_verify(
+    lib: &Lib,
+    key: &Pkey,
+    md: Option<&str>,
+    params: &Params,
+    msg: &[u8],
+    sig: &[u8],
+) -> Res<()> {
     let mctx = digest_init(lib, key, md, params, false)?;
     unsafe {
         cvt(
@@ -1350,11 +1549,17 @@ pub fn encrypt(lib: &Lib, key: &Pkey, params: &Params, pt: &[u8]) -> Res<Vec<u8>
     clear_errors();
     let ctx = lib.pctx(key)?;
     unsafe {
-        cvt(EVP_PKEY_encrypt_init(ctx.0), &format!("EVP_PKEY_encrypt_init [{}]", lib.label))?;
+        cvt(
+            EVP_PKEY_encrypt_init(ctx.0),
+            &format!("EVP_PKEY_encrypt_init [{}]", lib.label),
+        )?;
         lib.expect_op(ctx.0, "EVP_PKEY_encrypt");
         ctx.set_params(params)?;
         let mut len = 0usize;
-        cvt(EVP_PKEY_encrypt(ctx.0, ptr::null_mut(), &mut len, pt.as_ptr(), pt.len()), "EVP_PKEY_encrypt(size)")?;
+        cvt(
+            EVP_PKEY_encrypt(ctx.0, ptr::null_mut(), &mut len, pt.as_ptr(), pt.len()),
+            "EVP_PKEY_encrypt(size)",
+        )?;
         let mut out = vec![0u8; len];
         cvt(
             EVP_PKEY_encrypt(ctx.0, out.as_mut_ptr(), &mut len, pt.as_ptr(), pt.len()),
@@ -1370,11 +1575,17 @@ pub fn decrypt(lib: &Lib, key: &Pkey, params: &Params, ct: &[u8]) -> Res<Vec<u8>
     clear_errors();
     let ctx = lib.pctx(key)?;
     unsafe {
-        cvt(EVP_PKEY_decrypt_init(ctx.0), &format!("EVP_PKEY_decrypt_init [{}]", lib.label))?;
+        cvt(
+            EVP_PKEY_decrypt_init(ctx.0),
+            &format!("EVP_PKEY_decrypt_init [{}]", lib.label),
+        )?;
         lib.expect_op(ctx.0, "EVP_PKEY_decrypt");
         ctx.set_params(params)?;
         let mut len = 0usize;
-        cvt(EVP_PKEY_decrypt(ctx.0, ptr::null_mut(), &mut len, ct.as_ptr(), ct.len()), "EVP_PKEY_decrypt(size)")?;
+        cvt(
+            EVP_PKEY_decrypt(ctx.0, ptr::null_mut(), &mut len, ct.as_ptr(), ct.len()),
+            "EVP_PKEY_decrypt(size)",
+        )?;
         let mut out = vec![0u8; len];
         cvt(
             EVP_PKEY_decrypt(ctx.0, out.as_mut_ptr(), &mut len, ct.as_ptr(), ct.len()),
@@ -1412,20 +1623,32 @@ impl KeyPair {
 
 fn make_keypair(bits: u32) -> KeyPair {
     let t = std::time::Instant::now();
-    let reference = reference().keygen_rsa(bits as usize, None).unwrap_or_else(|e| panic!("keygen {bits}: {e}"));
+    let reference = reference()
+        .keygen_rsa(bits as usize, None)
+        .unwrap_or_else(|e| panic!("keygen {bits}: {e}"));
     assert_eq!(reference.bits(), bits as i32);
-    let kae_key = kae().transfer(&reference).unwrap_or_else(|e| panic!("import {bits}-bit key into kae: {e}"));
+    let kae_key = kae()
+        .transfer(&reference)
+        .unwrap_or_else(|e| panic!("import {bits}-bit key into kae: {e}"));
     kae().expect_key(&kae_key, "imported key");
     eprintln!("[keys] {bits}-bit key ready in {:.2?}", t.elapsed());
-    KeyPair { bits, reference, kae: kae_key }
+    KeyPair {
+        bits,
+        reference,
+        kae: kae_key,
+    }
 }
 
 /// A cached RSA key pair of `bits` bits (generated once per test process and size).
 pub fn keypair(bits: u32) -> &'static KeyPair {
     static CACHE: OnceLock<Mutex<HashMap<u32, &'static OnceLock<KeyPair>>>> = OnceLock::new();
     let cell: &'static OnceLock<KeyPair> = {
-        let mut m = CACHE.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap();
-        *m.entry(bits).or_insert_with(|| Box::leak(Box::new(OnceLock::new())))
+        let mut m = CACHE
+            .get_or_init(|| Mutex::new(HashMap::new()))
+            .lock()
+            .unwrap();
+        *m.entry(bits)
+            .or_insert_with(|| Box::leak(Box::new(OnceLock::new())))
     };
     cell.get_or_init(|| make_keypair(bits))
 }

@@ -53,7 +53,11 @@ fn explicit(n: u8, content: &[u8]) -> Vec<u8> {
 /// DER INTEGER of a non-negative value.
 fn integer(v: usize) -> Vec<u8> {
     let bytes = v.to_be_bytes();
-    let skip = bytes.iter().take_while(|&&b| b == 0).count().min(bytes.len() - 1);
+    let skip = bytes
+        .iter()
+        .take_while(|&&b| b == 0)
+        .count()
+        .min(bytes.len() - 1);
     let mut content = Vec::with_capacity(bytes.len() + 1);
     if bytes[skip] & 0x80 != 0 {
         content.push(0);
@@ -74,7 +78,10 @@ fn pkcs1_signature_oid(id: DigestId) -> Option<&'static [u8]> {
     const S: [u8; 8] = [0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03];
     macro_rules! oid {
         ($base:expr, $last:expr) => {{
-            const O: [u8; 9] = [$base[0], $base[1], $base[2], $base[3], $base[4], $base[5], $base[6], $base[7], $last];
+            const O: [u8; 9] = [
+                $base[0], $base[1], $base[2], $base[3], $base[4], $base[5], $base[6], $base[7],
+                $last,
+            ];
             &O
         }};
     }
@@ -210,10 +217,22 @@ mod tests {
 
     #[test]
     fn pkcs1_known_answers() {
-        assert_eq!(pkcs1_signature_alg_id(DigestId::Sha256).unwrap(), hex("300d06092a864886f70d01010b0500"));
-        assert_eq!(pkcs1_signature_alg_id(DigestId::Sha1).unwrap(), hex("300d06092a864886f70d0101050500"));
-        assert_eq!(pkcs1_signature_alg_id(DigestId::Sha3_256).unwrap(), hex("300d060960864801650304030e0500"));
-        assert_eq!(pkcs1_signature_alg_id(DigestId::Ripemd160).unwrap(), hex("300a06062b24030301020500"));
+        assert_eq!(
+            pkcs1_signature_alg_id(DigestId::Sha256).unwrap(),
+            hex("300d06092a864886f70d01010b0500")
+        );
+        assert_eq!(
+            pkcs1_signature_alg_id(DigestId::Sha1).unwrap(),
+            hex("300d06092a864886f70d0101050500")
+        );
+        assert_eq!(
+            pkcs1_signature_alg_id(DigestId::Sha3_256).unwrap(),
+            hex("300d060960864801650304030e0500")
+        );
+        assert_eq!(
+            pkcs1_signature_alg_id(DigestId::Ripemd160).unwrap(),
+            hex("300a06062b24030301020500")
+        );
         assert_eq!(pkcs1_signature_alg_id(DigestId::Md5Sha1), None);
         assert_eq!(pkcs1_signature_alg_id(DigestId::Sm3), None);
     }
@@ -248,7 +267,10 @@ mod tests {
             let oid = &der[4..4 + der[3] as usize];
             let obj = openssl::asn1::Asn1Object::from_str(&dotted(oid)).unwrap();
             let nid = obj.nid();
-            assert!(nid.long_name().unwrap() == name || nid.short_name().unwrap() == name, "{id:?}");
+            assert!(
+                nid.long_name().unwrap() == name || nid.short_name().unwrap() == name,
+                "{id:?}"
+            );
         }
     }
 
@@ -262,7 +284,10 @@ mod tests {
                 v = 0;
             }
         }
-        arcs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(".")
+        arcs.iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(".")
     }
 
     /// The AlgorithmIdentifier OpenSSL 3 puts into an X.509 certificate it signs must
@@ -292,34 +317,61 @@ mod tests {
             if let Err(e) = b.sign(&pkey, md(id)) {
                 // OpenSSL 3.0's ASN1_item_sign has no signature-OID pairing for the
                 // truncated SHA-512 variants; the others must work.
-                assert!(matches!(id, DigestId::Sha512_224 | DigestId::Sha512_256), "{id:?}: {e}");
+                assert!(
+                    matches!(id, DigestId::Sha512_224 | DigestId::Sha512_256),
+                    "{id:?}: {e}"
+                );
                 continue;
             }
             let cert = b.build().to_der().unwrap();
             let ours = pkcs1_signature_alg_id(id).unwrap();
             let count = cert.windows(ours.len()).filter(|w| *w == &ours[..]).count();
-            assert_eq!(count, 2, "{id:?}: signature AlgorithmIdentifier appears in tbs and outer cert");
+            assert_eq!(
+                count, 2,
+                "{id:?}: signature AlgorithmIdentifier appears in tbs and outer cert"
+            );
         }
     }
 
     #[test]
     fn pss_known_answers() {
         // All defaults: empty params.
-        assert_eq!(pss_alg_id(DigestId::Sha1, DigestId::Sha1, 20), hex("300d06092a864886f70d01010a3000"));
+        assert_eq!(
+            pss_alg_id(DigestId::Sha1, DigestId::Sha1, 20),
+            hex("300d06092a864886f70d01010a3000")
+        );
         assert_eq!(pss_alg_id_unrestricted(), hex("300b06092a864886f70d01010a"));
         // Only the salt differs.
-        assert_eq!(pss_alg_id(DigestId::Sha1, DigestId::Sha1, 0), hex("301206092a864886f70d01010a3005a203020100"));
-        assert_eq!(pss_alg_id(DigestId::Sha256, DigestId::Sha256, 32), hex(SHA256_SHA256_32));
-        assert_eq!(try_pss_alg_id(DigestId::Sha3_256, DigestId::Sha256, 32), None);
+        assert_eq!(
+            pss_alg_id(DigestId::Sha1, DigestId::Sha1, 0),
+            hex("301206092a864886f70d01010a3005a203020100")
+        );
+        assert_eq!(
+            pss_alg_id(DigestId::Sha256, DigestId::Sha256, 32),
+            hex(SHA256_SHA256_32)
+        );
+        assert_eq!(
+            try_pss_alg_id(DigestId::Sha3_256, DigestId::Sha256, 32),
+            None
+        );
         assert_eq!(try_pss_alg_id(DigestId::Sha256, DigestId::Md5, 32), None);
         // Fallback for digests OpenSSL will not describe.
         assert_eq!(
             pss_alg_id(DigestId::Sha3_256, DigestId::Sha3_256, 32),
             hex("304106092a864886f70d01010a3034a00f300d06096086480165030402080500a11c301a06092a864886f70d010108300d06096086480165030402080500a203020120")
         );
-        assert_eq!(pss_alg_id(DigestId::Md5Sha1, DigestId::Sha1, 20), pss_alg_id_unrestricted());
-        assert_eq!(mgf1_alg_id(DigestId::Sha256).unwrap(), hex("301a06092a864886f70d010108300d06096086480165030402010500"));
-        assert_eq!(hash_alg_id(DigestId::Sha1).unwrap(), hex("300906052b0e03021a0500"));
+        assert_eq!(
+            pss_alg_id(DigestId::Md5Sha1, DigestId::Sha1, 20),
+            pss_alg_id_unrestricted()
+        );
+        assert_eq!(
+            mgf1_alg_id(DigestId::Sha256).unwrap(),
+            hex("301a06092a864886f70d010108300d06096086480165030402010500")
+        );
+        assert_eq!(
+            hash_alg_id(DigestId::Sha1).unwrap(),
+            hex("300906052b0e03021a0500")
+        );
         assert!(is_oaep_pss_digest(DigestId::Sha512_256));
         assert!(!is_oaep_pss_digest(DigestId::Sha3_256));
     }

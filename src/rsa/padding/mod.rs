@@ -157,7 +157,8 @@ pub(crate) mod testutil {
             self.0.output_len()
         }
         fn hash(&self, parts: &[&[u8]], out: &mut [u8]) -> KaeResult<()> {
-            let mut h = openssl::hash::Hasher::new(md(self.0)).map_err(|_| KaeError::BackendFailure)?;
+            let mut h =
+                openssl::hash::Hasher::new(md(self.0)).map_err(|_| KaeError::BackendFailure)?;
             for p in parts {
                 h.update(p).map_err(|_| KaeError::BackendFailure)?;
             }
@@ -290,7 +291,13 @@ mod tests {
     fn hmac_matches_openssl() {
         use openssl::pkey::PKey;
         use openssl::sign::Signer;
-        for id in [DigestId::Sha1, DigestId::Sha256, DigestId::Sha384, DigestId::Sha512, DigestId::Sha3_256] {
+        for id in [
+            DigestId::Sha1,
+            DigestId::Sha256,
+            DigestId::Sha384,
+            DigestId::Sha512,
+            DigestId::Sha3_256,
+        ] {
             // (OpenSSL refuses an empty HMAC key, so 0 is checked separately below.)
             for key_len in [1usize, 32, 64, 65, 128, 129, 200] {
                 let key = random_bytes(key_len);
@@ -312,9 +319,15 @@ mod tests {
         assert_eq!(a, b);
         // RFC 4231 test case 2.
         hmac(&h, b"Jefe", &[b"what do ya want ", b"for nothing?"], &mut a).unwrap();
-        assert_eq!(a[..], hex("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")[..]);
+        assert_eq!(
+            a[..],
+            hex("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")[..]
+        );
         let mut short = [0u8; 10];
-        assert_eq!(hmac(&hasher(DigestId::Sha256), b"k", &[b"m"], &mut short), Err(KaeError::InvalidArgument));
+        assert_eq!(
+            hmac(&hasher(DigestId::Sha256), b"k", &[b"m"], &mut short),
+            Err(KaeError::InvalidArgument)
+        );
     }
 
     #[test]
@@ -331,6 +344,9 @@ mod tests {
                 Ok(())
             }
         }
-        assert_eq!(mgf1(&Bad, b"x", &mut [0u8; 4]), Err(KaeError::InvalidDigest));
+        assert_eq!(
+            mgf1(&Bad, b"x", &mut [0u8; 4]),
+            Err(KaeError::InvalidDigest)
+        );
     }
 }

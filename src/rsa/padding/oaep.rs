@@ -51,7 +51,13 @@ pub fn encode(
 /// small — yields the same [`KaeError::OaepDecodingError`], after the same work, and
 /// leaves `out` unchanged. Only a modulus too small for the hash (public) fails early,
 /// with the same error.
-pub fn decode(hash: &dyn Hasher, mgf1_hash: &dyn Hasher, label: &[u8], em: &[u8], out: &mut [u8]) -> KaeResult<usize> {
+pub fn decode(
+    hash: &dyn Hasher,
+    mgf1_hash: &dyn Hasher,
+    label: &[u8],
+    em: &[u8],
+    out: &mut [u8],
+) -> KaeResult<usize> {
     let hlen = checked_output_len(hash)?;
     checked_output_len(mgf1_hash)?;
     let k = em.len();
@@ -174,11 +180,28 @@ mod tests {
                     assert_eq!(decode(&hh, &mh, label, &em, &mut out), Ok(len));
                     assert_eq!(&out[..len], &msg[..]);
                     // Wrong label, wrong hash, wrong MGF hash all fail.
-                    assert_eq!(decode(&hh, &mh, b"other", &em, &mut out), Err(KaeError::OaepDecodingError));
-                    let h2 = hasher(if h == DigestId::Sha256 { DigestId::Sha1 } else { DigestId::Sha256 });
-                    assert_eq!(decode(&h2, &mh, label, &em, &mut out), Err(KaeError::OaepDecodingError));
-                    let m2 = hasher(if m == DigestId::Sha256 { DigestId::Sha1 } else { DigestId::Sha256 });
-                    assert_eq!(decode(&hh, &m2, label, &em, &mut out), Err(KaeError::OaepDecodingError));
+                    assert_eq!(
+                        decode(&hh, &mh, b"other", &em, &mut out),
+                        Err(KaeError::OaepDecodingError)
+                    );
+                    let h2 = hasher(if h == DigestId::Sha256 {
+                        DigestId::Sha1
+                    } else {
+                        DigestId::Sha256
+                    });
+                    assert_eq!(
+                        decode(&h2, &mh, label, &em, &mut out),
+                        Err(KaeError::OaepDecodingError)
+                    );
+                    let m2 = hasher(if m == DigestId::Sha256 {
+                        DigestId::Sha1
+                    } else {
+                        DigestId::Sha256
+                    });
+                    assert_eq!(
+                        decode(&hh, &m2, label, &em, &mut out),
+                        Err(KaeError::OaepDecodingError)
+                    );
                 }
             }
         }
@@ -208,7 +231,10 @@ h90qjKHS9PvY4Q==
     fn known_answer_encoding() {
         let msg = hex("6628194e12073db03ba94cda9ef9532397d50dba79b987004afefe34");
         let seed = hex("18b776ea21069d69776a33e96bad48e1dda0a5ef");
-        let rng = FixedRng { bytes: seed.clone(), pos: Default::default() };
+        let rng = FixedRng {
+            bytes: seed.clone(),
+            pos: Default::default(),
+        };
         let h = hasher(DigestId::Sha1);
         let mut em = vec![0u8; 128];
         encode(&h, &h, b"", &msg, &rng, &mut em).unwrap();
@@ -258,7 +284,10 @@ h90qjKHS9PvY4Q==
             assert_eq!(decode(&h, &h, b"L", &em, &mut exact), Ok(len));
             if len > 0 {
                 let mut short = vec![0x11u8; len - 1];
-                assert_eq!(decode(&h, &h, b"L", &em, &mut short), Err(KaeError::OaepDecodingError));
+                assert_eq!(
+                    decode(&h, &h, b"L", &em, &mut short),
+                    Err(KaeError::OaepDecodingError)
+                );
                 assert!(short.iter().all(|&b| b == 0x11));
             }
             // Flip every byte position: always the one error, out untouched.
@@ -266,15 +295,31 @@ h90qjKHS9PvY4Q==
                 let mut e = em.clone();
                 e[pos] ^= 0x01;
                 let mut o = vec![0x77u8; k];
-                assert_eq!(decode(&h, &h, b"L", &e, &mut o), Err(KaeError::OaepDecodingError), "pos {pos}");
+                assert_eq!(
+                    decode(&h, &h, b"L", &e, &mut o),
+                    Err(KaeError::OaepDecodingError),
+                    "pos {pos}"
+                );
                 assert!(o.iter().all(|&b| b == 0x77));
             }
         }
         let mut em = vec![0u8; k];
-        assert_eq!(encode(&h, &h, b"", &[0u8; 35], &OsslRng, &mut em), Err(KaeError::DataTooLargeForKeySize));
-        assert_eq!(encode(&h, &h, b"", b"", &OsslRng, &mut [0u8; 65]), Err(KaeError::KeyTooSmall));
-        assert_eq!(encode(&h, &h, b"", b"", &FailingRng, &mut em), Err(KaeError::RandomFailure));
-        assert_eq!(decode(&h, &h, b"", &[0u8; 65], &mut [0u8; 65]), Err(KaeError::OaepDecodingError));
+        assert_eq!(
+            encode(&h, &h, b"", &[0u8; 35], &OsslRng, &mut em),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
+        assert_eq!(
+            encode(&h, &h, b"", b"", &OsslRng, &mut [0u8; 65]),
+            Err(KaeError::KeyTooSmall)
+        );
+        assert_eq!(
+            encode(&h, &h, b"", b"", &FailingRng, &mut em),
+            Err(KaeError::RandomFailure)
+        );
+        assert_eq!(
+            decode(&h, &h, b"", &[0u8; 65], &mut [0u8; 65]),
+            Err(KaeError::OaepDecodingError)
+        );
         // Separator missing: DB after lHash is all zeros.
         let mut zeros_db = vec![0u8; k - 33];
         zeros_db[..32].copy_from_slice(&digest(DigestId::Sha256, b""));
@@ -285,7 +330,10 @@ h90qjKHS9PvY4Q==
         crate::rsa::padding::mgf1_xor(&h, &seed, &mut em[33..]).unwrap();
         let masked = em[33..].to_vec();
         crate::rsa::padding::mgf1_xor(&h, &masked, &mut em[1..33]).unwrap();
-        assert_eq!(decode(&h, &h, b"", &em, &mut [0u8; 100]), Err(KaeError::OaepDecodingError));
+        assert_eq!(
+            decode(&h, &h, b"", &em, &mut [0u8; 100]),
+            Err(KaeError::OaepDecodingError)
+        );
         // Nonzero byte before the separator.
         let mut db = digest(DigestId::Sha256, b"");
         db.extend_from_slice(&[0, 0, 2, 0, 1, 0xAB]);
@@ -296,6 +344,9 @@ h90qjKHS9PvY4Q==
         crate::rsa::padding::mgf1_xor(&h, &seed, &mut em[33..]).unwrap();
         let masked = em[33..].to_vec();
         crate::rsa::padding::mgf1_xor(&h, &masked, &mut em[1..33]).unwrap();
-        assert_eq!(decode(&h, &h, b"", &em, &mut [0u8; 100]), Err(KaeError::OaepDecodingError));
+        assert_eq!(
+            decode(&h, &h, b"", &em, &mut [0u8; 100]),
+            Err(KaeError::OaepDecodingError)
+        );
     }
 }

@@ -241,7 +241,12 @@ fn require_sha256(h: &dyn Hasher) -> KaeResult<()> {
 
 /// KDK = HMAC-SHA256(key = SHA256(d), msg = ciphertext), with the private exponent `d`
 /// and the `ciphertext` both left-padded with zeros to the modulus length `k`.
-pub fn derive_kdk(sha256: &dyn Hasher, d: &[u8], ciphertext: &[u8], k: usize) -> KaeResult<Zeroizing<[u8; KDK_LEN]>> {
+pub fn derive_kdk(
+    sha256: &dyn Hasher,
+    d: &[u8],
+    ciphertext: &[u8],
+    k: usize,
+) -> KaeResult<Zeroizing<[u8; KDK_LEN]>> {
     require_sha256(sha256)?;
     // Drop leading zero bytes of d beyond the modulus length (not secret: a length).
     let mut d = d;
@@ -258,7 +263,12 @@ pub fn derive_kdk(sha256: &dyn Hasher, d: &[u8], ciphertext: &[u8], k: usize) ->
     let mut d_hash = Zeroizing::new([0u8; 32]);
     sha256.hash(&[&zeros[..k - d.len()], d], &mut d_hash[..])?;
     let mut kdk = Zeroizing::new([0u8; KDK_LEN]);
-    super::hmac(sha256, &d_hash[..], &[&zeros[..k - ciphertext.len()], ciphertext], &mut kdk[..])?;
+    super::hmac(
+        sha256,
+        &d_hash[..],
+        &[&zeros[..k - ciphertext.len()], ciphertext],
+        &mut kdk[..],
+    )?;
     Ok(kdk)
 }
 
@@ -274,7 +284,9 @@ pub fn rsa_prf(sha256: &dyn Hasher, kdk: &[u8], label: &[u8], out: &mut [u8]) ->
     let bits = bits.to_be_bytes();
     let mut block = Zeroizing::new([0u8; 32]);
     for (i, chunk) in out.chunks_mut(32).enumerate() {
-        let iter = u16::try_from(i).map_err(|_| KaeError::InvalidLength)?.to_be_bytes();
+        let iter = u16::try_from(i)
+            .map_err(|_| KaeError::InvalidLength)?
+            .to_be_bytes();
         super::hmac(sha256, kdk, &[&iter, label, &bits], &mut block[..])?;
         chunk.copy_from_slice(&block[..chunk.len()]);
     }
@@ -289,7 +301,12 @@ pub fn rsa_prf(sha256: &dyn Hasher, kdk: &[u8], label: &[u8], out: &mut [u8]) ->
 /// `kdk` (that is, from the key and the ciphertext), is returned instead — with no
 /// observable difference. Errors are only returned for invalid arguments, never for
 /// invalid padding.
-pub fn decode_type2_implicit(sha256: &dyn Hasher, kdk: &[u8; KDK_LEN], em: &[u8], out: &mut [u8]) -> KaeResult<usize> {
+pub fn decode_type2_implicit(
+    sha256: &dyn Hasher,
+    kdk: &[u8; KDK_LEN],
+    em: &[u8],
+    out: &mut [u8],
+) -> KaeResult<usize> {
     let k = em.len();
     if k < PKCS1_PADDING_SIZE || out.is_empty() {
         return Err(KaeError::InvalidArgument);
@@ -440,8 +457,14 @@ mod tests {
         let msg = [7u8; 53];
         encode_type1(&msg, &mut em).unwrap();
         assert_eq!(unpad_type1(&em).unwrap(), &msg[..]);
-        assert_eq!(encode_type1(&[7u8; 54], &mut em), Err(KaeError::DataTooLargeForKeySize));
-        assert_eq!(encode_type1(b"", &mut [0u8; 10]), Err(KaeError::DataTooLargeForKeySize));
+        assert_eq!(
+            encode_type1(&[7u8; 54], &mut em),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
+        assert_eq!(
+            encode_type1(b"", &mut [0u8; 10]),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
         // Empty message is valid.
         encode_type1(b"", &mut em).unwrap();
         assert_eq!(unpad_type1(&em).unwrap(), b"");
@@ -464,7 +487,10 @@ mod tests {
         // Exactly 8 bytes of 0xFF is fine.
         assert!(bad(&|e| e[10] = 0).is_ok());
         // No separator.
-        assert_eq!(unpad_type1(&[0, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]), Err(KaeError::PaddingCheckFailed));
+        assert_eq!(
+            unpad_type1(&[0, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]),
+            Err(KaeError::PaddingCheckFailed)
+        );
         assert_eq!(unpad_type1(&[0, 1, 0xFF]), Err(KaeError::InvalidLength));
     }
 
@@ -499,9 +525,16 @@ mod tests {
             // Wrong digest fails.
             let mut other = dgst.clone();
             other[0] ^= 1;
-            assert_eq!(verify_signature(id, &other, &em), Err(KaeError::BadSignature));
+            assert_eq!(
+                verify_signature(id, &other, &em),
+                Err(KaeError::BadSignature)
+            );
             // Another digest's DigestInfo fails.
-            let wrong = if id == DigestId::Sha256 { DigestId::Sha3_256 } else { DigestId::Sha256 };
+            let wrong = if id == DigestId::Sha256 {
+                DigestId::Sha3_256
+            } else {
+                DigestId::Sha256
+            };
             if wrong.output_len() == dgst.len() {
                 assert!(verify_signature(wrong, &dgst, &em).is_err());
                 assert!(strip_digest_info(wrong, payload).is_err());
@@ -512,18 +545,33 @@ mod tests {
     #[test]
     fn signature_error_paths() {
         let mut em = [0u8; 64];
-        assert_eq!(encode_signature(DigestId::Sha256, &[0u8; 31], &mut em), Err(KaeError::InvalidDigestLength));
-        assert_eq!(encode_signature(DigestId::Sha512, &[0u8; 64], &mut em), Err(KaeError::DigestTooBigForKey));
+        assert_eq!(
+            encode_signature(DigestId::Sha256, &[0u8; 31], &mut em),
+            Err(KaeError::InvalidDigestLength)
+        );
+        assert_eq!(
+            encode_signature(DigestId::Sha512, &[0u8; 64], &mut em),
+            Err(KaeError::DigestTooBigForKey)
+        );
         encode_signature(DigestId::Sha256, &[1u8; 32], &mut em).unwrap();
         let payload = unpad_type1(&em).unwrap();
-        assert_eq!(strip_digest_info(DigestId::Sha256, &payload[1..]), Err(KaeError::InvalidDigestLength));
+        assert_eq!(
+            strip_digest_info(DigestId::Sha256, &payload[1..]),
+            Err(KaeError::InvalidDigestLength)
+        );
         let mut tampered = payload.to_vec();
         tampered[3] ^= 1;
-        assert_eq!(strip_digest_info(DigestId::Sha256, &tampered), Err(KaeError::BadSignature));
+        assert_eq!(
+            strip_digest_info(DigestId::Sha256, &tampered),
+            Err(KaeError::BadSignature)
+        );
         // MD5-SHA1 is bare.
         encode_signature(DigestId::Md5Sha1, &[9u8; 36], &mut em).unwrap();
         assert_eq!(unpad_type1(&em).unwrap(), &[9u8; 36]);
-        assert_eq!(strip_digest_info(DigestId::Md5Sha1, &[9u8; 36]).unwrap(), &[9u8; 36]);
+        assert_eq!(
+            strip_digest_info(DigestId::Md5Sha1, &[9u8; 36]).unwrap(),
+            &[9u8; 36]
+        );
     }
 
     // ---------------- type 2 ----------------
@@ -531,17 +579,32 @@ mod tests {
     #[test]
     fn type2_encode_layout_and_nonzero_ps() {
         // An RNG that produces many zeros must still give a nonzero PS.
-        let rng = FixedRng { bytes: vec![0, 0, 5, 0, 0, 0, 9, 0], pos: Default::default() };
+        let rng = FixedRng {
+            bytes: vec![0, 0, 5, 0, 0, 0, 9, 0],
+            pos: Default::default(),
+        };
         let mut em = [0u8; 64];
         encode_type2(b"msg", &mut em, &rng).unwrap();
         assert_eq!(&em[..2], &[0, 2]);
         assert!(em[2..60].iter().all(|&b| b != 0));
         assert_eq!(em[60], 0);
         assert_eq!(&em[61..], b"msg");
-        assert_eq!(encode_type2(&[1u8; 54], &mut em, &OsslRng), Err(KaeError::DataTooLargeForKeySize));
-        assert_eq!(encode_type2(b"x", &mut em, &FailingRng), Err(KaeError::RandomFailure));
-        let zeros = FixedRng { bytes: vec![0], pos: Default::default() };
-        assert_eq!(encode_type2(b"x", &mut em, &zeros), Err(KaeError::RandomFailure));
+        assert_eq!(
+            encode_type2(&[1u8; 54], &mut em, &OsslRng),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
+        assert_eq!(
+            encode_type2(b"x", &mut em, &FailingRng),
+            Err(KaeError::RandomFailure)
+        );
+        let zeros = FixedRng {
+            bytes: vec![0],
+            pos: Default::default(),
+        };
+        assert_eq!(
+            encode_type2(b"x", &mut em, &zeros),
+            Err(KaeError::RandomFailure)
+        );
     }
 
     #[test]
@@ -567,7 +630,9 @@ mod tests {
                 assert_eq!(decode_type2(&em, &mut out), Ok(len));
                 assert_eq!(&out[..len], &msg[..]);
                 let mut out2 = vec![0u8; k];
-                let n = decode_type2_implicit_rejection(&sha256(), &d_bytes(&key), &c, &em, &mut out2).unwrap();
+                let n =
+                    decode_type2_implicit_rejection(&sha256(), &d_bytes(&key), &c, &em, &mut out2)
+                        .unwrap();
                 assert_eq!(&out2[..n], &msg[..]);
             }
         }
@@ -588,21 +653,30 @@ mod tests {
             let mut out = vec![0xA5u8; k];
             assert_eq!(decode_type2(&em, &mut out), Ok(len), "len {len}");
             assert_eq!(&out[..len], &msg[..]);
-            assert!(out[len..].iter().all(|&b| b == 0xA5), "bytes past the message untouched");
+            assert!(
+                out[len..].iter().all(|&b| b == 0xA5),
+                "bytes past the message untouched"
+            );
             // Exactly-sized output works; one byte short fails without touching `out`.
             let mut exact = vec![0u8; len];
             assert_eq!(decode_type2(&em, &mut exact), Ok(len));
             assert_eq!(exact, msg);
             if len > 0 {
                 let mut short = vec![0x11u8; len - 1];
-                assert_eq!(decode_type2(&em, &mut short), Err(KaeError::PaddingCheckFailed));
+                assert_eq!(
+                    decode_type2(&em, &mut short),
+                    Err(KaeError::PaddingCheckFailed)
+                );
                 assert!(short.iter().all(|&b| b == 0x11));
             }
         }
         let em = valid_block(k, b"hello");
         let check_bad = |e: Vec<u8>| {
             let mut out = vec![0x33u8; k];
-            assert_eq!(decode_type2(&e, &mut out), Err(KaeError::PaddingCheckFailed));
+            assert_eq!(
+                decode_type2(&e, &mut out),
+                Err(KaeError::PaddingCheckFailed)
+            );
             assert!(out.iter().all(|&b| b == 0x33), "out untouched on error");
         };
         let mut e = em.clone();
@@ -625,7 +699,10 @@ mod tests {
             }
         }
         check_bad(e);
-        assert_eq!(decode_type2(&[0, 2, 1, 1, 1, 1, 1, 1, 1, 1], &mut [0u8; 10]), Err(KaeError::PaddingCheckFailed));
+        assert_eq!(
+            decode_type2(&[0, 2, 1, 1, 1, 1, 1, 1, 1, 1], &mut [0u8; 10]),
+            Err(KaeError::PaddingCheckFailed)
+        );
         // Separator exactly after 8 PS bytes is valid.
         let mut e = vec![0u8; 20];
         e[1] = 2;
@@ -770,7 +847,10 @@ SOamA2hu2OJWCl9q8fLCT69KqWDjghhvFe7c6aJJGucwaA3Uz3eLcPqoaCarMiNH
 fMkTd7GabVourqIZdgvu1Q==
 -----END PRIVATE KEY-----
 ";
-        let key = PKey::private_key_from_pem(KEY.as_bytes()).unwrap().rsa().unwrap();
+        let key = PKey::private_key_from_pem(KEY.as_bytes())
+            .unwrap()
+            .rsa()
+            .unwrap();
         let k = key.size() as usize;
         let d = d_bytes(&key);
         let good_c = hex("550AF55A2904E7B9762352F8FB7FA235A9CB053AACB2D5FCB8CA48453CB2EE3619746C701ABF2D4CC67003471A187900B05AA812BD25ED05C675DFC8C97A24A7BF49BD6214992CAD766D05A9A2B57B74F26A737E0237B8B76C45F1F226A836D7CFBC75BA999BDBE48DBC09227AA46C88F21DCCBA7840141AD5A5D71FD122E6BD6AC3E564780DFE623FC1CA9B995A6037BF0BBD43B205A84AC5444F34202C05CE9113087176432476576DE6FFFF9A52EA57C08BE3EC2F49676CB8E12F762AC71FA3C321E00AC988910C85FF52F93825666CE0D40FFAA0592078919D4493F46D95CCF76364C6D57760DD0B64805F9AFC76A2365A5575CA301D5103F0EA76CB9A78");
@@ -781,7 +861,10 @@ fMkTd7GabVourqIZdgvu1Q==
         let n = decode_type2_implicit_rejection(&sha256(), &d, &good_c, &em, &mut out).unwrap();
         assert_eq!(&out[..n], b"Hello World");
         let em = raw_private(&key, &bad_c);
-        assert_eq!(decode_type2(&em, &mut out), Err(KaeError::PaddingCheckFailed));
+        assert_eq!(
+            decode_type2(&em, &mut out),
+            Err(KaeError::PaddingCheckFailed)
+        );
         let n = decode_type2_implicit_rejection(&sha256(), &d, &bad_c, &em, &mut out).unwrap();
         assert_eq!(
             &out[..n],
@@ -816,7 +899,9 @@ fMkTd7GabVourqIZdgvu1Q==
             assert!(n3 != n1 || out3[..n3] != out1[..n1]);
             // …and on the key.
             let mut out4 = vec![0u8; k];
-            let n4 = decode_type2_implicit_rejection(&sha256(), &d_bytes(&other), &c, &em, &mut out4).unwrap();
+            let n4 =
+                decode_type2_implicit_rejection(&sha256(), &d_bytes(&other), &c, &em, &mut out4)
+                    .unwrap();
             assert!(n4 != n1 || out4[..n4] != out1[..n1]);
             // Matches the PRF definition.
             let kdk = derive_kdk(&sha256(), &d, &c, k).unwrap();
@@ -841,7 +926,10 @@ fMkTd7GabVourqIZdgvu1Q==
         assert!(n <= 39);
         assert_ne!(&out[..n], &msg[..n.min(40)]);
         let mut big = vec![0u8; 40];
-        assert_eq!(decode_type2_implicit_rejection(&sha256(), &d, &c, &em, &mut big), Ok(40));
+        assert_eq!(
+            decode_type2_implicit_rejection(&sha256(), &d, &c, &em, &mut big),
+            Ok(40)
+        );
         assert_eq!(big, msg);
     }
 
@@ -849,18 +937,42 @@ fMkTd7GabVourqIZdgvu1Q==
     fn implicit_rejection_argument_errors() {
         let h = sha256();
         let kdk = [0u8; 32];
-        assert_eq!(decode_type2_implicit(&h, &kdk, &[0u8; 10], &mut [0u8; 10]), Err(KaeError::InvalidArgument));
-        assert_eq!(decode_type2_implicit(&h, &kdk, &[0u8; 64], &mut []), Err(KaeError::InvalidArgument));
+        assert_eq!(
+            decode_type2_implicit(&h, &kdk, &[0u8; 10], &mut [0u8; 10]),
+            Err(KaeError::InvalidArgument)
+        );
+        assert_eq!(
+            decode_type2_implicit(&h, &kdk, &[0u8; 64], &mut []),
+            Err(KaeError::InvalidArgument)
+        );
         let sha1 = hasher(DigestId::Sha1);
-        assert_eq!(decode_type2_implicit(&sha1, &kdk, &[0u8; 64], &mut [0u8; 64]), Err(KaeError::InvalidDigest));
-        assert_eq!(derive_kdk(&sha1, &[1], &[1], 64).err(), Some(KaeError::InvalidDigest));
-        assert_eq!(derive_kdk(&h, &[1u8; 65], &[1], 64).err(), Some(KaeError::InvalidKey));
-        assert_eq!(derive_kdk(&h, &[1], &[1u8; 65], 64).err(), Some(KaeError::DataTooLargeForModulus));
+        assert_eq!(
+            decode_type2_implicit(&sha1, &kdk, &[0u8; 64], &mut [0u8; 64]),
+            Err(KaeError::InvalidDigest)
+        );
+        assert_eq!(
+            derive_kdk(&sha1, &[1], &[1], 64).err(),
+            Some(KaeError::InvalidDigest)
+        );
+        assert_eq!(
+            derive_kdk(&h, &[1u8; 65], &[1], 64).err(),
+            Some(KaeError::InvalidKey)
+        );
+        assert_eq!(
+            derive_kdk(&h, &[1], &[1u8; 65], 64).err(),
+            Some(KaeError::DataTooLargeForModulus)
+        );
         // Leading zeros beyond k in d are tolerated.
         let mut d = vec![0u8; 2];
         d.extend_from_slice(&[5u8; 64]);
-        assert_eq!(*derive_kdk(&h, &d, &[1], 64).unwrap(), *derive_kdk(&h, &[5u8; 64], &[1], 64).unwrap());
-        assert_eq!(rsa_prf(&h, &kdk, b"x", &mut vec![0u8; 8192]), Err(KaeError::InvalidLength));
+        assert_eq!(
+            *derive_kdk(&h, &d, &[1], 64).unwrap(),
+            *derive_kdk(&h, &[5u8; 64], &[1], 64).unwrap()
+        );
+        assert_eq!(
+            rsa_prf(&h, &kdk, b"x", &mut vec![0u8; 8192]),
+            Err(KaeError::InvalidLength)
+        );
     }
 
     #[test]
@@ -927,7 +1039,13 @@ fMkTd7GabVourqIZdgvu1Q==
         // Bad padding → fake.
         for tamper in [0usize, 1, 5, k - 49] {
             let mut e = em.clone();
-            e[tamper] = if tamper == k - 49 { 1 } else if tamper == 5 { 0 } else { 7 };
+            e[tamper] = if tamper == k - 49 {
+                1
+            } else if tamper == 5 {
+                0
+            } else {
+                7
+            };
             decode_tls_premaster(&e, 0x0303, None, &fake, &mut out).unwrap();
             assert_eq!(out, fake, "tamper {tamper}");
         }
@@ -936,17 +1054,26 @@ fMkTd7GabVourqIZdgvu1Q==
         decode_tls_premaster(&em47, 0x0303, None, &fake, &mut out).unwrap();
         assert_eq!(out, fake);
         // Too short block is the only error.
-        assert_eq!(decode_tls_premaster(&em[..58], 0x0303, None, &fake, &mut out), Err(KaeError::InvalidLength));
+        assert_eq!(
+            decode_tls_premaster(&em[..58], 0x0303, None, &fake, &mut out),
+            Err(KaeError::InvalidLength)
+        );
         decode_tls_premaster(&valid_block(59, &pm), 0x0303, None, &fake, &mut out).unwrap();
         assert_eq!(out, pm);
         // RNG variant.
         decode_tls_premaster_rng(&em, 0x0303, None, &OsslRng, &mut out).unwrap();
         assert_eq!(out, pm);
-        let rng = FixedRng { bytes: vec![0x42], pos: Default::default() };
+        let rng = FixedRng {
+            bytes: vec![0x42],
+            pos: Default::default(),
+        };
         decode_tls_premaster_rng(&em, 0x0300, None, &rng, &mut out).unwrap();
         assert_eq!(out, [0x42u8; 48]);
         assert_eq!(rng.pos.get(), 48, "always draws the fallback");
-        assert_eq!(decode_tls_premaster_rng(&em, 0x0303, None, &FailingRng, &mut out), Err(KaeError::RandomFailure));
+        assert_eq!(
+            decode_tls_premaster_rng(&em, 0x0303, None, &FailingRng, &mut out),
+            Err(KaeError::RandomFailure)
+        );
     }
 
     #[test]

@@ -37,7 +37,11 @@ impl SaltLen {
     pub fn from_openssl_int(v: i32, for_sign: bool) -> KaeResult<SaltLen> {
         match v {
             RSA_PSS_SALTLEN_DIGEST => Ok(SaltLen::Digest),
-            RSA_PSS_SALTLEN_AUTO => Ok(if for_sign { SaltLen::Max } else { SaltLen::Auto }),
+            RSA_PSS_SALTLEN_AUTO => Ok(if for_sign {
+                SaltLen::Max
+            } else {
+                SaltLen::Auto
+            }),
             RSA_PSS_SALTLEN_MAX => Ok(SaltLen::Max),
             RSA_PSS_SALTLEN_AUTO_DIGEST_MAX => Ok(SaltLen::AutoDigestMax),
             n if n >= 0 => Ok(SaltLen::Fixed(n as usize)),
@@ -70,7 +74,11 @@ impl SaltLen {
             Ok(SaltLen::Auto)
         } else if s.eq_ignore_ascii_case("auto-digestmax") {
             Ok(SaltLen::AutoDigestMax)
-        } else if !s.is_empty() && s.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) {
+        } else if !s.is_empty()
+            && s.trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        {
             // Numbers, including OpenSSL's negative codes.
             let n: i32 = s.parse().map_err(|_| KaeError::InvalidSaltLength)?;
             SaltLen::from_openssl_int(n, for_sign)
@@ -247,21 +255,45 @@ mod tests {
         assert_eq!(SaltLen::from_openssl_int(-2, true), Ok(SaltLen::Max));
         assert_eq!(SaltLen::from_openssl_int(-2, false), Ok(SaltLen::Auto));
         assert_eq!(SaltLen::from_openssl_int(-3, false), Ok(SaltLen::Max));
-        assert_eq!(SaltLen::from_openssl_int(-4, true), Ok(SaltLen::AutoDigestMax));
+        assert_eq!(
+            SaltLen::from_openssl_int(-4, true),
+            Ok(SaltLen::AutoDigestMax)
+        );
         assert_eq!(SaltLen::from_openssl_int(0, true), Ok(SaltLen::Fixed(0)));
         assert_eq!(SaltLen::from_openssl_int(32, false), Ok(SaltLen::Fixed(32)));
-        assert_eq!(SaltLen::from_openssl_int(-5, true), Err(KaeError::InvalidSaltLength));
-        assert_eq!(SaltLen::from_openssl_int(i32::MIN, true), Err(KaeError::InvalidSaltLength));
-        for s in [SaltLen::Digest, SaltLen::Auto, SaltLen::Max, SaltLen::AutoDigestMax, SaltLen::Fixed(7)] {
-            assert_eq!(SaltLen::from_openssl_int(s.to_openssl_int().unwrap(), false).unwrap(), s);
+        assert_eq!(
+            SaltLen::from_openssl_int(-5, true),
+            Err(KaeError::InvalidSaltLength)
+        );
+        assert_eq!(
+            SaltLen::from_openssl_int(i32::MIN, true),
+            Err(KaeError::InvalidSaltLength)
+        );
+        for s in [
+            SaltLen::Digest,
+            SaltLen::Auto,
+            SaltLen::Max,
+            SaltLen::AutoDigestMax,
+            SaltLen::Fixed(7),
+        ] {
+            assert_eq!(
+                SaltLen::from_openssl_int(s.to_openssl_int().unwrap(), false).unwrap(),
+                s
+            );
             assert_eq!(SaltLen::from_name(&s.name(), false).unwrap(), s);
             assert_eq!(SaltLen::from_name(&s.name(), true).unwrap(), s);
         }
-        assert_eq!(SaltLen::Fixed(usize::MAX).to_openssl_int(), Err(KaeError::InvalidSaltLength));
+        assert_eq!(
+            SaltLen::Fixed(usize::MAX).to_openssl_int(),
+            Err(KaeError::InvalidSaltLength)
+        );
         assert_eq!(SaltLen::from_name("digest", true), Ok(SaltLen::Digest));
         assert_eq!(SaltLen::from_name("MAX", false), Ok(SaltLen::Max));
         assert_eq!(SaltLen::from_name("auto", false), Ok(SaltLen::Auto));
-        assert_eq!(SaltLen::from_name("auto-digestmax", false), Ok(SaltLen::AutoDigestMax));
+        assert_eq!(
+            SaltLen::from_name("auto-digestmax", false),
+            Ok(SaltLen::AutoDigestMax)
+        );
         assert_eq!(SaltLen::from_name("20", true), Ok(SaltLen::Fixed(20)));
         assert_eq!(SaltLen::from_name("0", false), Ok(SaltLen::Fixed(0)));
         assert_eq!(SaltLen::from_name("-1", false), Ok(SaltLen::Digest));
@@ -269,8 +301,22 @@ mod tests {
         assert_eq!(SaltLen::from_name("-2", true), Ok(SaltLen::Max));
         assert_eq!(SaltLen::from_name("-3", false), Ok(SaltLen::Max));
         assert_eq!(SaltLen::from_name("-4", true), Ok(SaltLen::AutoDigestMax));
-        for bad in ["", "-5", "-", "--1", "+3", "1.5", "autox", "99999999999", "x"] {
-            assert_eq!(SaltLen::from_name(bad, false), Err(KaeError::InvalidSaltLength), "{bad}");
+        for bad in [
+            "",
+            "-5",
+            "-",
+            "--1",
+            "+3",
+            "1.5",
+            "autox",
+            "99999999999",
+            "x",
+        ] {
+            assert_eq!(
+                SaltLen::from_name(bad, false),
+                Err(KaeError::InvalidSaltLength),
+                "{bad}"
+            );
         }
     }
 
@@ -282,22 +328,36 @@ mod tests {
         assert_eq!(sign_salt_len(SaltLen::Auto, 32, 1024), Ok(94));
         assert_eq!(sign_salt_len(SaltLen::AutoDigestMax, 32, 1024), Ok(32));
         assert_eq!(sign_salt_len(SaltLen::Fixed(94), 32, 1024), Ok(94));
-        assert_eq!(sign_salt_len(SaltLen::Fixed(95), 32, 1024), Err(KaeError::DataTooLargeForKeySize));
+        assert_eq!(
+            sign_salt_len(SaltLen::Fixed(95), 32, 1024),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
         // 1025 bits: emBits 1024, emLen still 128.
         assert_eq!(sign_salt_len(SaltLen::Max, 32, 1025), Ok(94));
         // Tiny key: AutoDigestMax clamps to the maximum.
         assert_eq!(sign_salt_len(SaltLen::AutoDigestMax, 64, 1024), Ok(62));
-        assert_eq!(sign_salt_len(SaltLen::Digest, 64, 1024), Err(KaeError::DataTooLargeForKeySize));
+        assert_eq!(
+            sign_salt_len(SaltLen::Digest, 64, 1024),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
         assert_eq!(sign_salt_len(SaltLen::Digest, 64, 1040), Ok(64));
-        assert_eq!(sign_salt_len(SaltLen::Digest, 64, 512), Err(KaeError::DataTooLargeForKeySize));
-        assert_eq!(sign_salt_len(SaltLen::Fixed(0), 64, 512), Err(KaeError::DataTooLargeForKeySize));
+        assert_eq!(
+            sign_salt_len(SaltLen::Digest, 64, 512),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
+        assert_eq!(
+            sign_salt_len(SaltLen::Fixed(0), 64, 512),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
         assert_eq!(sign_salt_len(SaltLen::Fixed(0), 62, 520), Ok(0));
     }
 
     fn openssl_saltlen(s: SaltLen, hlen: usize, mod_bits: usize) -> RsaPssSaltlen {
         match s {
             // OpenSSL 3.0 has no -4 (auto-digestmax, added in 3.1): ask for the length it means.
-            SaltLen::AutoDigestMax => RsaPssSaltlen::custom(sign_salt_len(s, hlen, mod_bits).unwrap() as i32),
+            SaltLen::AutoDigestMax => {
+                RsaPssSaltlen::custom(sign_salt_len(s, hlen, mod_bits).unwrap() as i32)
+            }
             SaltLen::Digest => RsaPssSaltlen::DIGEST_LENGTH,
             SaltLen::Max => RsaPssSaltlen::MAXIMUM_LENGTH,
             SaltLen::Auto => RsaPssSaltlen::custom(-2),
@@ -324,7 +384,14 @@ mod tests {
                 let hh = hasher(h);
                 let mh = hasher(m);
                 let hlen = h.output_len();
-                for policy in [SaltLen::Digest, SaltLen::Max, SaltLen::Auto, SaltLen::AutoDigestMax, SaltLen::Fixed(0), SaltLen::Fixed(7)] {
+                for policy in [
+                    SaltLen::Digest,
+                    SaltLen::Max,
+                    SaltLen::Auto,
+                    SaltLen::AutoDigestMax,
+                    SaltLen::Fixed(0),
+                    SaltLen::Fixed(7),
+                ] {
                     let msg = random_bytes(50);
                     let m_hash = digest(h, &msg);
                     // Ours → openssl verifies (with auto salt recovery and with the exact length).
@@ -346,7 +413,10 @@ mod tests {
                         assert_eq!(em[0], 0);
                     }
                     let sig = raw_private(&key, &em);
-                    for vs in [RsaPssSaltlen::custom(-2), RsaPssSaltlen::custom(slen as i32)] {
+                    for vs in [
+                        RsaPssSaltlen::custom(-2),
+                        RsaPssSaltlen::custom(slen as i32),
+                    ] {
                         let mut v = Verifier::new(md(h), &pkey).unwrap();
                         v.set_rsa_padding(Padding::PKCS1_PSS).unwrap();
                         v.set_rsa_mgf1_md(md(m)).unwrap();
@@ -355,33 +425,59 @@ mod tests {
                         assert!(v.verify(&sig).unwrap(), "{bits} {h:?} {policy:?}");
                     }
                     // Our verifier accepts our encoding.
-                    assert_eq!(verify(&hh, &mh, &m_hash, SaltLen::Auto, mod_bits, &em), Ok(slen));
-                    assert_eq!(verify(&hh, &mh, &m_hash, SaltLen::Fixed(slen), mod_bits, &em), Ok(slen));
+                    assert_eq!(
+                        verify(&hh, &mh, &m_hash, SaltLen::Auto, mod_bits, &em),
+                        Ok(slen)
+                    );
+                    assert_eq!(
+                        verify(&hh, &mh, &m_hash, SaltLen::Fixed(slen), mod_bits, &em),
+                        Ok(slen)
+                    );
 
                     // openssl signs → we verify.
                     let mut s = Signer::new(md(h), &pkey).unwrap();
                     s.set_rsa_padding(Padding::PKCS1_PSS).unwrap();
                     s.set_rsa_mgf1_md(md(m)).unwrap();
-                    s.set_rsa_pss_saltlen(openssl_saltlen(policy, hlen, mod_bits)).unwrap();
+                    s.set_rsa_pss_saltlen(openssl_saltlen(policy, hlen, mod_bits))
+                        .unwrap();
                     s.update(&msg).unwrap();
                     let sig = s.sign_to_vec().unwrap();
                     let em = raw_public(&key, &sig);
                     let got = verify(&hh, &mh, &m_hash, SaltLen::Auto, mod_bits, &em).unwrap();
-                    assert_eq!(got, slen, "openssl uses the same salt length for {policy:?}");
-                    assert_eq!(verify(&hh, &mh, &m_hash, SaltLen::AutoDigestMax, mod_bits, &em), Ok(slen));
-                    assert_eq!(verify(&hh, &mh, &m_hash, SaltLen::Fixed(slen), mod_bits, &em), Ok(slen));
+                    assert_eq!(
+                        got, slen,
+                        "openssl uses the same salt length for {policy:?}"
+                    );
+                    assert_eq!(
+                        verify(&hh, &mh, &m_hash, SaltLen::AutoDigestMax, mod_bits, &em),
+                        Ok(slen)
+                    );
+                    assert_eq!(
+                        verify(&hh, &mh, &m_hash, SaltLen::Fixed(slen), mod_bits, &em),
+                        Ok(slen)
+                    );
                     let dig = verify(&hh, &mh, &m_hash, SaltLen::Digest, mod_bits, &em);
                     assert_eq!(dig.is_ok(), slen == hlen);
                     let mx = verify(&hh, &mh, &m_hash, SaltLen::Max, mod_bits, &em);
-                    assert_eq!(mx.is_ok(), slen == sign_salt_len(SaltLen::Max, hlen, mod_bits).unwrap());
+                    assert_eq!(
+                        mx.is_ok(),
+                        slen == sign_salt_len(SaltLen::Max, hlen, mod_bits).unwrap()
+                    );
                     if mx.is_err() {
                         assert_eq!(mx, Err(KaeError::SaltLengthCheckFailed));
                     }
                     // Wrong message hash, wrong MGF1 hash.
                     let mut bad = m_hash.clone();
                     bad[0] ^= 0x80;
-                    assert_eq!(verify(&hh, &mh, &bad, SaltLen::Auto, mod_bits, &em), Err(KaeError::BadSignature));
-                    let other = hasher(if m == DigestId::Sha1 { DigestId::Sha256 } else { DigestId::Sha1 });
+                    assert_eq!(
+                        verify(&hh, &mh, &bad, SaltLen::Auto, mod_bits, &em),
+                        Err(KaeError::BadSignature)
+                    );
+                    let other = hasher(if m == DigestId::Sha1 {
+                        DigestId::Sha256
+                    } else {
+                        DigestId::Sha1
+                    });
                     assert!(verify(&hh, &other, &m_hash, SaltLen::Auto, mod_bits, &em).is_err());
                 }
             }
@@ -394,7 +490,10 @@ mod tests {
         // construction from the RFC steps.
         let h = hasher(DigestId::Sha256);
         let salt = (0u8..32).collect::<Vec<_>>();
-        let rng = FixedRng { bytes: salt.clone(), pos: Default::default() };
+        let rng = FixedRng {
+            bytes: salt.clone(),
+            pos: Default::default(),
+        };
         let m_hash = digest(DigestId::Sha256, b"abc");
         let mut em = vec![0u8; 128];
         let slen = encode(&h, &h, &m_hash, SaltLen::Digest, 1024, &rng, &mut em).unwrap();
@@ -422,23 +521,56 @@ mod tests {
         for mod_bits in [1024usize, 1025, 1020] {
             let k = mod_bits.div_ceil(8);
             let mut em = vec![0u8; k];
-            encode(&h, &h, &m_hash, SaltLen::Fixed(20), mod_bits, &OsslRng, &mut em).unwrap();
-            assert_eq!(verify(&h, &h, &m_hash, SaltLen::Fixed(20), mod_bits, &em), Ok(20));
+            encode(
+                &h,
+                &h,
+                &m_hash,
+                SaltLen::Fixed(20),
+                mod_bits,
+                &OsslRng,
+                &mut em,
+            )
+            .unwrap();
+            assert_eq!(
+                verify(&h, &h, &m_hash, SaltLen::Fixed(20), mod_bits, &em),
+                Ok(20)
+            );
             // Trailer.
             let mut e = em.clone();
             *e.last_mut().unwrap() = 0xBD;
-            assert_eq!(verify(&h, &h, &m_hash, SaltLen::Auto, mod_bits, &e), Err(KaeError::LastOctetInvalid));
+            assert_eq!(
+                verify(&h, &h, &m_hash, SaltLen::Auto, mod_bits, &e),
+                Err(KaeError::LastOctetInvalid)
+            );
             // Top bits beyond emBits.
             let mut e = em.clone();
             let msbits = (mod_bits - 1) % 8;
             e[0] |= if msbits == 0 { 0x01 } else { 0x80 };
-            assert_eq!(verify(&h, &h, &m_hash, SaltLen::Auto, mod_bits, &e), Err(KaeError::FirstOctetInvalid));
+            assert_eq!(
+                verify(&h, &h, &m_hash, SaltLen::Auto, mod_bits, &e),
+                Err(KaeError::FirstOctetInvalid)
+            );
             // Wrong salt lengths.
-            assert_eq!(verify(&h, &h, &m_hash, SaltLen::Fixed(21), mod_bits, &em), Err(KaeError::SaltLengthCheckFailed));
-            assert_eq!(verify(&h, &h, &m_hash, SaltLen::Fixed(19), mod_bits, &em), Err(KaeError::SaltLengthCheckFailed));
-            assert_eq!(verify(&h, &h, &m_hash, SaltLen::Digest, mod_bits, &em), Err(KaeError::SaltLengthCheckFailed));
-            assert_eq!(verify(&h, &h, &m_hash, SaltLen::Max, mod_bits, &em), Err(KaeError::SaltLengthCheckFailed));
-            assert_eq!(verify(&h, &h, &m_hash, SaltLen::Fixed(1000), mod_bits, &em), Err(KaeError::SaltLengthCheckFailed));
+            assert_eq!(
+                verify(&h, &h, &m_hash, SaltLen::Fixed(21), mod_bits, &em),
+                Err(KaeError::SaltLengthCheckFailed)
+            );
+            assert_eq!(
+                verify(&h, &h, &m_hash, SaltLen::Fixed(19), mod_bits, &em),
+                Err(KaeError::SaltLengthCheckFailed)
+            );
+            assert_eq!(
+                verify(&h, &h, &m_hash, SaltLen::Digest, mod_bits, &em),
+                Err(KaeError::SaltLengthCheckFailed)
+            );
+            assert_eq!(
+                verify(&h, &h, &m_hash, SaltLen::Max, mod_bits, &em),
+                Err(KaeError::SaltLengthCheckFailed)
+            );
+            assert_eq!(
+                verify(&h, &h, &m_hash, SaltLen::Fixed(1000), mod_bits, &em),
+                Err(KaeError::SaltLengthCheckFailed)
+            );
             // Flipping any bit in the body breaks the signature somehow.
             for pos in 0..k - 1 {
                 let mut e = em.clone();
@@ -446,7 +578,10 @@ mod tests {
                 if pos == 0 && (mod_bits - 1) % 8 != 0 {
                     // bit 0 of the first byte is inside emBits: only the hash check catches it
                 }
-                assert!(verify(&h, &h, &m_hash, SaltLen::Auto, mod_bits, &e).is_err(), "pos {pos}");
+                assert!(
+                    verify(&h, &h, &m_hash, SaltLen::Auto, mod_bits, &e).is_err(),
+                    "pos {pos}"
+                );
             }
         }
         // No 0x01 separator: craft DB all zeros.
@@ -457,18 +592,50 @@ mod tests {
         em[127] = 0xBC;
         crate::rsa::padding::mgf1_xor(&h, &hh, &mut em[..95]).unwrap();
         em[0] &= 0x7F;
-        assert_eq!(verify(&h, &h, &m_hash, SaltLen::Auto, mod_bits, &em), Err(KaeError::PaddingCheckFailed));
+        assert_eq!(
+            verify(&h, &h, &m_hash, SaltLen::Auto, mod_bits, &em),
+            Err(KaeError::PaddingCheckFailed)
+        );
         // Argument errors.
-        assert_eq!(verify(&h, &h, &m_hash[..31], SaltLen::Auto, 1024, &em), Err(KaeError::InvalidDigestLength));
-        assert_eq!(verify(&h, &h, &m_hash, SaltLen::Auto, 1032, &em), Err(KaeError::InvalidArgument));
+        assert_eq!(
+            verify(&h, &h, &m_hash[..31], SaltLen::Auto, 1024, &em),
+            Err(KaeError::InvalidDigestLength)
+        );
+        assert_eq!(
+            verify(&h, &h, &m_hash, SaltLen::Auto, 1032, &em),
+            Err(KaeError::InvalidArgument)
+        );
         let mut e = vec![0u8; 128];
-        assert_eq!(encode(&h, &h, &m_hash, SaltLen::Auto, 1016, &OsslRng, &mut e), Err(KaeError::InvalidArgument));
-        assert_eq!(encode(&h, &h, &m_hash[..5], SaltLen::Auto, 1024, &OsslRng, &mut e), Err(KaeError::InvalidDigestLength));
-        assert_eq!(encode(&h, &h, &m_hash, SaltLen::Auto, 1024, &FailingRng, &mut e), Err(KaeError::RandomFailure));
+        assert_eq!(
+            encode(&h, &h, &m_hash, SaltLen::Auto, 1016, &OsslRng, &mut e),
+            Err(KaeError::InvalidArgument)
+        );
+        assert_eq!(
+            encode(&h, &h, &m_hash[..5], SaltLen::Auto, 1024, &OsslRng, &mut e),
+            Err(KaeError::InvalidDigestLength)
+        );
+        assert_eq!(
+            encode(&h, &h, &m_hash, SaltLen::Auto, 1024, &FailingRng, &mut e),
+            Err(KaeError::RandomFailure)
+        );
         let sha512 = hasher(DigestId::Sha512);
         let m512 = digest(DigestId::Sha512, b"x");
         let mut small = vec![0u8; 64];
-        assert_eq!(encode(&sha512, &sha512, &m512, SaltLen::Fixed(0), 512, &OsslRng, &mut small), Err(KaeError::DataTooLargeForKeySize));
-        assert_eq!(verify(&sha512, &sha512, &m512, SaltLen::Auto, 512, &small), Err(KaeError::DataTooLargeForKeySize));
+        assert_eq!(
+            encode(
+                &sha512,
+                &sha512,
+                &m512,
+                SaltLen::Fixed(0),
+                512,
+                &OsslRng,
+                &mut small
+            ),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
+        assert_eq!(
+            verify(&sha512, &sha512, &m512, SaltLen::Auto, 512, &small),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
     }
 }

@@ -120,9 +120,15 @@ mod tests {
         encode(&[1, 2, 3], &mut em).unwrap();
         assert_eq!(em, [0x6B, 0xBA, 1, 2, 3, 0xCC]);
         assert_eq!(unpad(&em), Err(KaeError::PaddingCheckFailed));
-        assert_eq!(encode(&[1, 2, 3, 4], &mut [0u8; 5]), Err(KaeError::DataTooLargeForKeySize));
+        assert_eq!(
+            encode(&[1, 2, 3, 4], &mut [0u8; 5]),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
         let mut out = [0u8; 2];
-        assert_eq!(decode(&[0x6A, 1, 2, 3, 0xCC], &mut out), Err(KaeError::BufferTooSmall));
+        assert_eq!(
+            decode(&[0x6A, 1, 2, 3, 0xCC], &mut out),
+            Err(KaeError::BufferTooSmall)
+        );
         let mut out = [0u8; 3];
         assert_eq!(decode(&[0x6A, 1, 2, 3, 0xCC], &mut out), Ok(3));
     }
@@ -166,13 +172,21 @@ mod tests {
     fn cross_check_with_openssl() {
         let key = gen_key(1024);
         let k = key.size() as usize;
-        for id in [DigestId::Sha1, DigestId::Sha256, DigestId::Sha384, DigestId::Sha512, DigestId::Ripemd160] {
+        for id in [
+            DigestId::Sha1,
+            DigestId::Sha256,
+            DigestId::Sha384,
+            DigestId::Sha512,
+            DigestId::Ripemd160,
+        ] {
             let dg = digest(id, b"x9.31 message");
             // openssl pads (RSA_X931_PADDING = 5) → we verify.
             let mut data = dg.clone();
             data.push(id.x931_hash_id().unwrap());
             let mut sig = vec![0u8; k];
-            let n = key.private_encrypt(&data, &mut sig, Padding::from_raw(5)).unwrap();
+            let n = key
+                .private_encrypt(&data, &mut sig, Padding::from_raw(5))
+                .unwrap();
             assert_eq!(n, k);
             let em = x931_public(&key, &sig);
             verify_signature(id, &dg, &em).unwrap();
@@ -183,13 +197,19 @@ mod tests {
             // Ours → openssl's X9.31 check.
             let sig = raw_private(&key, &ours);
             let mut out = vec![0u8; k];
-            let n = key.public_decrypt(&sig, &mut out, Padding::from_raw(5)).unwrap();
+            let n = key
+                .public_decrypt(&sig, &mut out, Padding::from_raw(5))
+                .unwrap();
             assert_eq!(&out[..n], &data[..]);
             // Wrong digest / wrong id.
             let mut bad = dg.clone();
             bad[3] ^= 4;
             assert_eq!(verify_signature(id, &bad, &em), Err(KaeError::BadSignature));
-            let other = if id == DigestId::Sha256 { DigestId::Sha1 } else { DigestId::Sha256 };
+            let other = if id == DigestId::Sha256 {
+                DigestId::Sha1
+            } else {
+                DigestId::Sha256
+            };
             assert!(verify_signature(other, &digest(other, b"x9.31 message"), &em).is_err());
         }
     }
@@ -197,18 +217,42 @@ mod tests {
     #[test]
     fn signature_helpers_errors() {
         let mut em = [0u8; 64];
-        assert_eq!(encode_signature(DigestId::Sha224, &[0u8; 28], &mut em), Err(KaeError::DigestNotAllowed));
-        assert_eq!(encode_signature(DigestId::Sha256, &[0u8; 31], &mut em), Err(KaeError::InvalidDigestLength));
-        assert_eq!(encode_signature(DigestId::Sha512, &[0u8; 64], &mut em), Err(KaeError::DigestTooBigForKey));
+        assert_eq!(
+            encode_signature(DigestId::Sha224, &[0u8; 28], &mut em),
+            Err(KaeError::DigestNotAllowed)
+        );
+        assert_eq!(
+            encode_signature(DigestId::Sha256, &[0u8; 31], &mut em),
+            Err(KaeError::InvalidDigestLength)
+        );
+        assert_eq!(
+            encode_signature(DigestId::Sha512, &[0u8; 64], &mut em),
+            Err(KaeError::DigestTooBigForKey)
+        );
         encode_signature(DigestId::Sha256, &[5u8; 32], &mut em).unwrap();
         assert_eq!(verify_signature(DigestId::Sha256, &[5u8; 32], &em), Ok(()));
-        assert_eq!(verify_signature(DigestId::Sha1, &[5u8; 20], &em), Err(KaeError::DigestMismatch));
-        assert_eq!(verify_signature(DigestId::Md5, &[5u8; 16], &em), Err(KaeError::DigestNotAllowed));
-        assert_eq!(verify_signature(DigestId::Sha256, &[5u8; 31], &em), Err(KaeError::InvalidDigestLength));
+        assert_eq!(
+            verify_signature(DigestId::Sha1, &[5u8; 20], &em),
+            Err(KaeError::DigestMismatch)
+        );
+        assert_eq!(
+            verify_signature(DigestId::Md5, &[5u8; 16], &em),
+            Err(KaeError::DigestNotAllowed)
+        );
+        assert_eq!(
+            verify_signature(DigestId::Sha256, &[5u8; 31], &em),
+            Err(KaeError::InvalidDigestLength)
+        );
         let mut e = [0u8; 64];
         encode(&[0x34], &mut e).unwrap();
-        assert_eq!(verify_signature(DigestId::Sha256, &[5u8; 32], &e), Err(KaeError::InvalidDigestLength));
+        assert_eq!(
+            verify_signature(DigestId::Sha256, &[5u8; 32], &e),
+            Err(KaeError::InvalidDigestLength)
+        );
         encode(&[], &mut e).unwrap();
-        assert_eq!(verify_signature(DigestId::Sha256, &[5u8; 32], &e), Err(KaeError::InvalidDigestLength));
+        assert_eq!(
+            verify_signature(DigestId::Sha256, &[5u8; 32], &e),
+            Err(KaeError::InvalidDigestLength)
+        );
     }
 }

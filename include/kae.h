@@ -8,4 +8,21 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <openssl/core.h>
+
+#define KAE_PROVIDER_NAME "kae"
+#define KAE_PROPQ "provider=kae"
+#define KAE_PARAM_LOAD_DEFAULT "load-default"
+#define KAE_PARAM_IMPLICIT_REJECTION "implicit-rejection"
+
+/* The provider entry point exported by kae.so. */
+int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
+                       const OSSL_DISPATCH **out, void **provctx);
+
+
+/**
+ * Version of the parameter-name set in this header.
+ */
+#define KAE_NAMES_VERSION 1
+
 #endif  /* KAE_H */

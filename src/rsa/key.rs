@@ -290,7 +290,7 @@ impl RsaKey {
 /// SP 800-56B rev2 Appendix D / SP 800-57: security strength of an RSA modulus.
 pub fn security_bits_for(bits: usize) -> u32 {
     // Canonical values listed in the standards, then the SP 800-56B approximation
-    // E = (1.923 · cbrt(n·ln2) · (ln(n·ln2))^(2/3) − 4.69) / ln2, rounded down to a multiple of
+    // E = (1.923 · cbrt(n·ln2) · (ln(n·ln2))^(2/3) − 4.69) / ln2, rounded to the nearest multiple of
     // 8 and capped, as OpenSSL computes it.
     match bits {
         2048 => return 112,
@@ -312,6 +312,27 @@ pub fn security_bits_for(bits: usize) -> u32 {
     };
     let x = bits as f64 * core::f64::consts::LN_2;
     let e = (1.923 * x.cbrt() * x.ln().powf(2.0 / 3.0) - 4.69) / core::f64::consts::LN_2;
-    let v = (e.max(0.0) as u32) & !7;
+    let v = ((e.max(0.0) + 4.0) as u32) & !7; // nearest multiple of 8
     v.min(cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::security_bits_for;
+
+    #[test]
+    fn security_bits_match_the_standard_table() {
+        assert_eq!(security_bits_for(1024), 80);
+        assert_eq!(security_bits_for(2048), 112);
+        assert_eq!(security_bits_for(3072), 128);
+        assert_eq!(security_bits_for(4096), 152);
+        assert_eq!(security_bits_for(7680), 192);
+        assert_eq!(security_bits_for(15360), 256);
+        // Values OpenSSL 3.0 reports for non-canonical sizes.
+        assert_eq!(security_bits_for(2047), 112);
+        assert_eq!(security_bits_for(1536), 96);
+        assert_eq!(security_bits_for(512), 56);
+        assert_eq!(security_bits_for(1025), 80);
+        assert_eq!(security_bits_for(4), 0);
+    }
 }

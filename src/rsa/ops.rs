@@ -303,3 +303,138 @@ pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> Kae
     }
     Err(KaeError::KeyGenFailed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rsa::KeyType;
+    use std::sync::OnceLock;
+
+    fn key1024() -> &'static RsaKey {
+        static K: OnceLock<RsaKey> = OnceLock::new();
+        K.get_or_init(|| generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap()).unwrap())
+    }
+
+    fn sample(k: usize, seed: u8) -> Vec<u8> {
+        let mut m: Vec<u8> = (0..k)
+            .map(|i| (i as u8).wrapping_mul(seed).wrapping_add(3))
+            .collect();
+        m[0] = 0; // below n
+        m
+    }
+
+    #[test]
+    fn private_then_public_is_identity() {
+        let key = key1024();
+        assert_eq!(key.bits(), 1024);
+        let m = sample(key.size(), 7);
+        let mut s = vec![0u8; key.size()];
+        let mut back = vec![0u8; key.size()];
+        private_op(key, &m, &mut s).unwrap();
+        assert_ne!(s, m);
+        public_op(key, &s, &mut back).unwrap();
+        assert_eq!(back, m);
+        key.validate(true, true, true).unwrap();
+    }
+
+    #[test]
+    fn crt_fault_is_caught_and_recomputed_without_crt() {
+        let good = key1024();
+        let mut bad = good.dup(true, true, true).unwrap();
+        // Corrupt dP: the CRT half mod p is now wrong, so y^e != x.
+        arith::add(&bad.exps[0], &good.exps[0], &BigNum::from_u64(2).unwrap()).unwrap();
+        bad.exps[0].set_consttime();
+        let m = sample(good.size(), 11);
+        let mut want = vec![0u8; good.size()];
+        let mut got = vec![0u8; good.size()];
+        private_op(good, &m, &mut want).unwrap();
+        let before = CRT_FAULTS.load(Ordering::Relaxed);
+        private_op(&bad, &m, &mut got).unwrap();
+        assert_eq!(
+            got, want,
+            "fallback result must equal the correct signature"
+        );
+        assert!(
+            CRT_FAULTS.load(Ordering::Relaxed) > before,
+            "fault counter must rise"
+        );
+        assert!(
+            bad.validate(true, true, true).is_err(),
+            "validation must reject the corrupted key"
+        );
+    }
+
+    #[test]
+    fn fault_without_d_is_an_error_not_a_wrong_result() {
+        let good = key1024();
+        let mut bad = good.dup(true, true, true).unwrap();
+        bad.d = None;
+        arith::add(&bad.exps[1], &good.exps[1], &BigNum::from_u64(2).unwrap()).unwrap();
+        let m = sample(good.size(), 13);
+        let mut out = vec![0u8; good.size()];
+        assert_eq!(private_op(&bad, &m, &mut out), Err(KaeError::FaultDetected));
+    }
+
+    #[test]
+    fn non_crt_key_gives_same_result() {
+        let good = key1024();
+        let mut plain = good.dup(true, true, true).unwrap();
+        plain.primes.clear();
+        plain.exps.clear();
+        plain.coeffs.clear();
+        let m = sample(good.size(), 5);
+        let (mut a, mut b) = (vec![0u8; good.size()], vec![0u8; good.size()]);
+        private_op(good, &m, &mut a).unwrap();
+        private_op(&plain, &m, &mut b).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn blinding_pairs_are_reused_and_refreshed() {
+        let key = key1024();
+        let m = sample(key.size(), 3);
+        let mut first = vec![0u8; key.size()];
+        private_op(key, &m, &mut first).unwrap();
+        for _ in 0..(BLINDING_MAX_USES + 3) {
+            let mut out = vec![0u8; key.size()];
+            private_op(key, &m, &mut out).unwrap();
+            assert_eq!(out, first, "blinding must not change the result");
+        }
+    }
+
+    #[test]
+    fn input_not_below_modulus_is_rejected() {
+        let key = key1024();
+        let n = key.n().unwrap().to_be_bytes().unwrap();
+        let mut out = vec![0u8; key.size()];
+        assert_eq!(
+            private_op(key, &n, &mut out),
+            Err(KaeError::DataTooLargeForModulus)
+        );
+        assert_eq!(
+            public_op(key, &n, &mut out),
+            Err(KaeError::DataTooLargeForModulus)
+        );
+        let too_long = vec![1u8; key.size() + 1];
+        assert_eq!(
+            public_op(key, &too_long, &mut out),
+            Err(KaeError::DataTooLargeForKeySize)
+        );
+    }
+
+    #[test]
+    fn keygen_rejects_bad_parameters() {
+        let e = BigNum::from_u64(65537).unwrap();
+        assert!(matches!(
+            generate(KeyType::Rsa, 256, &e),
+            Err(KaeError::KeyTooSmall)
+        ));
+        let even = BigNum::from_u64(65536).unwrap();
+        assert!(matches!(
+            generate(KeyType::Rsa, 1024, &even),
+            Err(KaeError::BadPublicExponent)
+        ));
+        let odd = generate(KeyType::Rsa, 1025, &e).unwrap();
+        assert_eq!(odd.bits(), 1025);
+    }
+}

@@ -95,8 +95,11 @@ pub struct ProvCtx {
     pub core: Core,
     pub libctx: *mut OSSL_LIB_CTX,
     pub config: Config,
-    /// The default provider we loaded next to us (NULL with `load-default = no`).
+    /// The default provider we loaded (NULL with `load-default = no`). It lives in a private
+    /// library context of ours, so its RSA never competes with kae's in the application's
+    /// context; everything else it offers is re-listed under `provider=kae`.
     pub default_provider: *mut OSSL_PROVIDER,
+    default_libctx: *mut OSSL_LIB_CTX,
     /// Algorithm tables of the default provider re-labelled `provider=kae`, per operation.
     proxied: Mutex<HashMap<c_int, ProxyTable>>,
 }
@@ -237,6 +240,20 @@ impl ProvCtx {
         ptr
     }
 
+    /// Unloads our private default provider and its library context. Called at teardown,
+    /// when the core holds no more methods of ours (so none of the re-listed ones either).
+    fn release_default(&self) {
+        // SAFETY: both were created in init and are released once (teardown runs once).
+        unsafe {
+            if !self.default_provider.is_null() {
+                OSSL_PROVIDER_unload(self.default_provider);
+            }
+            if !self.default_libctx.is_null() {
+                OSSL_LIB_CTX_free(self.default_libctx);
+            }
+        }
+    }
+
     pub fn rng(&self) -> crate::ffi::digest::Rng {
         crate::ffi::digest::Rng {
             libctx: self.libctx,
@@ -373,8 +390,15 @@ unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
         // The default provider we loaded is not unloaded here: it belongs to the same library
         // context, which releases it when the context is freed, and unloading it during the
         // context's own teardown would race that teardown.
+        let mut removed = None;
         if let Ok(mut reg) = REGISTRY.write() {
-            reg.retain(|(k, _)| *k != provctx as usize);
+            if let Some(i) = reg.iter().position(|(k, _)| *k == provctx as usize) {
+                removed = Some(reg.remove(i).1);
+            }
+        }
+        log::info!("{}", crate::stats::summary_line());
+        if let Some(prov) = removed {
+            prov.release_default();
         }
         Ok(())
     })
@@ -536,12 +560,24 @@ pub unsafe extern "C" fn OSSL_provider_init(
             let config = Config::from_core(&core)?;
             let libctx = core.libctx();
             let mut default_provider = core::ptr::null_mut();
+            let mut default_libctx = core::ptr::null_mut();
             if config.load_default {
-                // SAFETY: libctx is the application's context (see Core::libctx); loading
-                // another provider from init is what peers do and the core supports.
-                default_provider = unsafe { OSSL_PROVIDER_load(libctx, c"default".as_ptr()) };
-                if default_provider.is_null() {
-                    return Err(KaeError::DefaultProviderUnavailable.into());
+                // The default provider goes into a private library context: loaded next to us
+                // in the application's context, its RSA would win every fetch without a
+                // property query (providers are consulted in name order), and
+                // `openssl speed -provider kae` would measure the default provider.
+                // SAFETY: plain constructor calls; failures are checked.
+                unsafe {
+                    default_libctx = OSSL_LIB_CTX_new();
+                    if !default_libctx.is_null() {
+                        default_provider = OSSL_PROVIDER_load(default_libctx, c"default".as_ptr());
+                    }
+                    if default_provider.is_null() {
+                        if !default_libctx.is_null() {
+                            OSSL_LIB_CTX_free(default_libctx);
+                        }
+                        return Err(KaeError::DefaultProviderUnavailable.into());
+                    }
                 }
             }
             // With the default provider next to us, our provider context *is* the default
@@ -559,13 +595,14 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 libctx,
                 config,
                 default_provider,
+                default_libctx,
                 proxied: Mutex::new(HashMap::new()),
             });
             log::info!(
                 "kae {}: initialised (backend cpu, default provider {})",
                 env!("CARGO_PKG_VERSION"),
                 if ctx.config.load_default {
-                    "loaded alongside"
+                    "loaded privately and re-listed"
                 } else {
                     "not loaded"
                 }

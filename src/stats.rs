@@ -42,3 +42,13 @@ pub fn snapshot() -> (u64, u64, u64, u64) {
         COUNTERS.public_err.load(Ordering::Relaxed),
     )
 }
+
+/// One line for logs (printed at provider teardown with `KAE_LOG=info`).
+pub fn summary_line() -> String {
+    let (po, pe, uo, ue) = snapshot();
+    format!(
+        "kae[{}] summary: private ops {po} ok / {pe} failed, public ops {uo} ok / {ue} failed, CRT faults {}",
+        std::process::id(),
+        crate::rsa::ops::CRT_FAULTS.load(Ordering::Relaxed)
+    )
+}

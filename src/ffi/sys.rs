@@ -424,3 +424,8 @@ extern "C" {
         arg: *mut c_void,
     ) -> c_int;
 }
+
+extern "C" {
+    pub fn OSSL_LIB_CTX_new() -> *mut OSSL_LIB_CTX;
+    pub fn OSSL_LIB_CTX_free(ctx: *mut OSSL_LIB_CTX);
+}

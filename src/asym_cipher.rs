@@ -1,7 +1,6 @@
 //! RSA asymmetric cipher: encrypt / decrypt with PKCS#1 v1.5 (implicit rejection on by
 //! default), OAEP, none, and the TLS premaster mode (RFC 5246 §7.4.7.1). Table at the bottom.
 
-use crate::backend;
 use crate::error::KaeError;
 use crate::ffi::core::{opt_cstr, Failure};
 use crate::ffi::digest::Md;
@@ -208,7 +207,7 @@ impl CipherCtx {
             }
             _ => return Err(KaeError::InvalidPaddingMode.into()),
         }
-        backend::active().public_op(&key, &em, out)?;
+        crate::pool::public_op(&key, &em, out)?;
         Ok(())
     }
 
@@ -226,7 +225,7 @@ impl CipherCtx {
         let mut c = vec![0u8; k];
         c[k - ct.len()..].copy_from_slice(ct);
         let mut em = Zeroizing::new(vec![0u8; k]);
-        backend::active().private_op(&key, &c, &mut em)?;
+        crate::pool::private_op(&key, &c, &mut em)?;
         let mut out = Zeroizing::new(vec![0u8; k]);
         let len = match self.pad {
             PadMode::Pkcs1 | PadMode::Pkcs1Tls if self.client_version != 0 => {

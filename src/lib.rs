@@ -16,6 +16,7 @@ pub mod ffi;
 pub mod keymgmt;
 pub mod logging;
 pub mod names;
+pub mod pool;
 pub mod provider;
 pub mod rsa;
 pub mod signature;

@@ -33,15 +33,20 @@ pub const PROPERTIES: &CStr = c"provider=kae";
 /// Provider configuration read from the config section (or environment) at init.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Load OpenSSL's default provider into the same library context for the algorithms kae
-    /// does not implement (DRBG, digests, encoders). `load-default = no` turns it off for
-    /// setups where only approved providers may load.
+    /// Load OpenSSL's default provider (privately) and re-list what kae does not implement
+    /// (DRBG, digests, encoders…). `load-default = no` turns it off for setups where only
+    /// approved providers may load.
     pub load_default: bool,
+    /// Queue pool settings (`backend`, `queues`, `queue-depth`, `async`).
+    pub pool: crate::pool::PoolConfig,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { load_default: true }
+        Config {
+            load_default: true,
+            pool: crate::pool::PoolConfig::default(),
+        }
     }
 }
 
@@ -53,37 +58,76 @@ fn parse_bool(v: &str) -> Option<bool> {
     }
 }
 
+/// Config keys of the provider section and the environment variables that override them.
+const CONFIG_KEYS: [(&CStr, &str); 5] = [
+    (c"load-default", "KAE_LOAD_DEFAULT"),
+    (c"backend", "KAE_BACKEND"),
+    (c"queues", "KAE_QUEUES"),
+    (c"queue-depth", "KAE_QUEUE_DEPTH"),
+    (c"async", "KAE_ASYNC"),
+];
+
 impl Config {
-    /// Reads `key = value` entries of the provider's config section through the core.
+    /// Reads `key = value` entries of the provider's config section through the core, then
+    /// applies environment overrides.
     fn from_core(core: &Core) -> Result<Config, crate::ffi::core::Failure> {
-        let mut cfg = Config::default();
+        let mut values: Vec<(&'static str, String)> = Vec::new();
         if let Some(get) = core.get_params {
-            let mut load_default: *const c_char = core::ptr::null();
-            let mut req = [
-                OSSL_PARAM {
-                    key: c"load-default".as_ptr(),
+            let mut ptrs: [*const c_char; CONFIG_KEYS.len()] =
+                [core::ptr::null(); CONFIG_KEYS.len()];
+            let mut req: Vec<OSSL_PARAM> = ptrs
+                .iter_mut()
+                .zip(CONFIG_KEYS.iter())
+                .map(|(p, (key, _))| OSSL_PARAM {
+                    key: key.as_ptr(),
                     data_type: OSSL_PARAM_UTF8_PTR,
-                    data: (&mut load_default as *mut *const c_char).cast(),
+                    data: (p as *mut *const c_char).cast(),
                     data_size: core::mem::size_of::<*const c_char>(),
                     return_size: OSSL_PARAM_UNMODIFIED,
-                },
-                END,
-            ];
+                })
+                .collect();
+            req.push(END);
             // SAFETY: core function with our handle and a well-formed request array.
             unsafe { get(core.handle, req.as_mut_ptr()) };
-            // SAFETY: the core set it to NULL or a string owned by the config.
-            if let Some(v) = unsafe { crate::ffi::core::opt_cstr(load_default) } {
-                cfg.load_default = parse_bool(v).ok_or_else(|| {
-                    crate::ffi::core::Failure::with(
-                        KaeError::InvalidParam,
-                        format!("load-default={v}"),
-                    )
-                })?;
+            for (p, (key, _)) in ptrs.iter().zip(CONFIG_KEYS.iter()) {
+                // SAFETY: the core set it to NULL or a string owned by the config.
+                if let Some(v) = unsafe { crate::ffi::core::opt_cstr(*p) } {
+                    values.push((key.to_str().unwrap_or_default(), v.to_owned()));
+                }
             }
         }
-        if let Ok(v) = std::env::var("KAE_LOAD_DEFAULT") {
-            if let Some(b) = parse_bool(&v) {
-                cfg.load_default = b;
+        for (key, env) in CONFIG_KEYS {
+            if let Ok(v) = std::env::var(env) {
+                values.push((key.to_str().unwrap_or_default(), v));
+            }
+        }
+        let mut cfg = Config::default();
+        for (key, v) in values {
+            let bad =
+                || crate::ffi::core::Failure::with(KaeError::InvalidParam, format!("{key}={v}"));
+            match key {
+                "load-default" => cfg.load_default = parse_bool(&v).ok_or_else(bad)?,
+                "backend" => {
+                    cfg.pool.backend = crate::pool::BackendChoice::parse(&v).ok_or_else(bad)?
+                }
+                "queues" => {
+                    cfg.pool.queues = v
+                        .trim()
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=256).contains(n))
+                        .ok_or_else(bad)?
+                }
+                "queue-depth" => {
+                    cfg.pool.depth = v
+                        .trim()
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=65536).contains(n))
+                        .ok_or_else(bad)?
+                }
+                "async" => cfg.pool.async_enabled = parse_bool(&v).ok_or_else(bad)?,
+                _ => {}
             }
         }
         Ok(cfg)
@@ -396,8 +440,9 @@ unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
                 removed = Some(reg.remove(i).1);
             }
         }
-        log::info!("{}", crate::stats::summary_line());
+        crate::stats::log_summary_once();
         if let Some(prov) = removed {
+            crate::pool::remove_user();
             prov.release_default();
         }
         Ok(())
@@ -557,7 +602,10 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 return Err(KaeError::NullParameter.into());
             }
             crate::logging::init();
+            crate::stats::log_summary_at_exit();
             let config = Config::from_core(&core)?;
+            // The pool itself starts lazily on first use (no thread is created here).
+            crate::pool::configure(config.pool.clone());
             let libctx = core.libctx();
             let mut default_provider = core::ptr::null_mut();
             let mut default_libctx = core::ptr::null_mut();
@@ -622,6 +670,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 .write()
                 .map_err(|_| KaeError::Internal)?
                 .push((id, ctx));
+            crate::pool::add_user();
             Ok(1)
         },
     )

@@ -1,7 +1,6 @@
 //! RSA signature: sign / verify / verify_recover, digest sign/verify, context parameters.
 //! Paddings: PKCS#1 v1.5 (RFC 8017 §8.2), PSS (§8.1), ANSI X9.31, none. Table at the bottom.
 
-use crate::backend;
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
 use crate::ffi::core::{opt_cstr, Failure};
@@ -300,7 +299,8 @@ impl SigCtx {
             }
             PadMode::Oaep | PadMode::Pkcs1Tls => return Err(KaeError::InvalidPaddingMode.into()),
         }
-        backend::active().private_op(key, &em, sig)?;
+        let key_ref = self.key.clone().ok_or(KaeError::MissingKey)?;
+        crate::pool::private_op(&key_ref, &em, sig)?;
         if self.pad == PadMode::X931 {
             x931_min(key, sig)?;
         }
@@ -317,7 +317,8 @@ impl SigCtx {
                 format!("got {}, want {k}", sig.len()),
             ));
         }
-        backend::active().public_op(key, sig, em)?;
+        let key_ref = self.key.clone().ok_or(KaeError::MissingKey)?;
+        crate::pool::public_op(&key_ref, sig, em)?;
         if self.pad == PadMode::X931 && em[k - 1] & 0x0f != 0x0c {
             // X9.31 signatures are min(s, n - s): the representative ends in 0xC either way.
             let v = BigNum::from_be_bytes(em, false)?;

@@ -1,26 +1,204 @@
-//! CPU backend: libcrypto's constant-time Montgomery arithmetic, inline on the caller's thread.
+//! CPU backend: a set of bounded queues, one worker thread per queue. A worker takes up to
+//! `BATCH` queued requests at once (the multi-buffer issue turns same-size private requests of
+//! a batch into one SIMD computation), computes them, and wakes the pool's poller.
 
-use super::Backend;
-use crate::error::KaeResult;
-use crate::rsa::{ops, RsaKey};
-use crate::stats;
+use super::{Backend, Request};
+use crate::pool::Sleeper;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
-pub struct CpuBackend;
+/// Most requests a worker takes from its queue at once.
+pub const BATCH: usize = 8;
+
+/// The function a worker applies to each request (real RSA, or a stand-in in benchmarks).
+pub type ComputeFn = fn(&mut Request);
+
+struct Queue {
+    items: Mutex<VecDeque<Request>>,
+    len: AtomicUsize,
+    worker: Sleeper,
+}
+
+struct Shared {
+    queues: Vec<Queue>,
+    depth: usize,
+    done: Mutex<Vec<Request>>,
+    in_flight: AtomicUsize,
+    high_water: AtomicUsize,
+    stop: AtomicBool,
+    next: AtomicUsize,
+    poller: Arc<Sleeper>,
+    compute: ComputeFn,
+}
+
+pub struct CpuBackend {
+    shared: Arc<Shared>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl CpuBackend {
+    /// Starts `queues` workers with queues of `depth` requests each.
+    pub fn start(
+        queues: usize,
+        depth: usize,
+        poller: Arc<Sleeper>,
+        compute: ComputeFn,
+    ) -> std::io::Result<CpuBackend> {
+        let queues = queues.max(1);
+        let shared = Arc::new(Shared {
+            queues: (0..queues)
+                .map(|_| Queue {
+                    items: Mutex::new(VecDeque::with_capacity(depth)),
+                    len: AtomicUsize::new(0),
+                    worker: Sleeper::new(),
+                })
+                .collect(),
+            depth: depth.max(1),
+            done: Mutex::new(Vec::new()),
+            in_flight: AtomicUsize::new(0),
+            high_water: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            next: AtomicUsize::new(0),
+            poller,
+            compute,
+        });
+        let mut workers = Vec::with_capacity(queues);
+        for i in 0..queues {
+            let s = shared.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("kae-cpu-{i}"))
+                .spawn(move || worker_loop(&s, i))?;
+            workers.push(h);
+        }
+        Ok(CpuBackend {
+            shared,
+            workers: Mutex::new(workers),
+        })
+    }
+}
+
+fn worker_loop(s: &Shared, idx: usize) {
+    let q = &s.queues[idx];
+    q.worker.register_current();
+    let mut batch: Vec<Request> = Vec::with_capacity(BATCH);
+    loop {
+        {
+            let mut items = q.items.lock().unwrap_or_else(|e| e.into_inner());
+            while batch.len() < BATCH {
+                match items.pop_front() {
+                    Some(r) => batch.push(r),
+                    None => break,
+                }
+            }
+            q.len.store(items.len(), Ordering::Release);
+        }
+        if batch.is_empty() {
+            if s.stop.load(Ordering::Acquire) {
+                return;
+            }
+            q.worker.sleep_unless(|| {
+                q.len.load(Ordering::Acquire) > 0 || s.stop.load(Ordering::Acquire)
+            });
+            continue;
+        }
+        for r in batch.iter_mut() {
+            if s.stop.load(Ordering::Acquire) {
+                r.result = Err(crate::error::KaeError::BackendFailure);
+            } else {
+                (s.compute)(r);
+            }
+        }
+        s.done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .append(&mut batch);
+        s.poller.wake();
+    }
+}
 
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
         "cpu"
     }
 
-    fn private_op(&self, key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
-        let r = ops::private_op(key, input, out);
-        stats::record(stats::Op::Private, r.is_ok());
-        r
+    fn submit(&self, req: Request) -> Result<(), Request> {
+        let s = &self.shared;
+        if s.stop.load(Ordering::Acquire) {
+            return Err(req);
+        }
+        let n = s.queues.len();
+        let start = s.next.fetch_add(1, Ordering::Relaxed);
+        let mut req = req;
+        for i in 0..n {
+            let q = &s.queues[(start + i) % n];
+            let mut items = q.items.lock().unwrap_or_else(|e| e.into_inner());
+            if items.len() >= s.depth {
+                continue;
+            }
+            items.push_back(req);
+            let len = items.len();
+            q.len.store(len, Ordering::Release);
+            drop(items);
+            s.in_flight.fetch_add(1, Ordering::AcqRel);
+            s.high_water.fetch_max(len, Ordering::Relaxed);
+            q.worker.wake();
+            return Ok(());
+        }
+        // All full: hand it back (the caller pauses its job and retries).
+        req.result = Err(crate::error::KaeError::BackendFailure);
+        Err(req)
     }
 
-    fn public_op(&self, key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
-        let r = ops::public_op(key, input, out);
-        stats::record(stats::Op::Public, r.is_ok());
-        r
+    fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
+        let mut done = self.shared.done.lock().unwrap_or_else(|e| e.into_inner());
+        let n = done.len().min(max);
+        out.extend(done.drain(..n));
+        drop(done);
+        self.shared.in_flight.fetch_sub(n, Ordering::AcqRel);
+        n
+    }
+
+    fn has_completions(&self) -> bool {
+        !self
+            .shared
+            .done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::Acquire)
+    }
+
+    fn shutdown(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        for q in &self.shared.queues {
+            q.worker.wake();
+        }
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|e| e.into_inner()));
+        for h in workers {
+            let _ = h.join();
+        }
+        // Whatever is still queued completes with an error so its waiter is woken.
+        let mut rest = Vec::new();
+        for q in &self.shared.queues {
+            rest.extend(q.items.lock().unwrap_or_else(|e| e.into_inner()).drain(..));
+        }
+        for r in rest.iter_mut() {
+            r.result = Err(crate::error::KaeError::BackendFailure);
+        }
+        self.shared
+            .done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .append(&mut rest);
+        self.shared.poller.wake();
+    }
+
+    fn high_water(&self) -> usize {
+        self.shared.high_water.load(Ordering::Relaxed)
     }
 }

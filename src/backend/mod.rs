@@ -1,24 +1,87 @@
 //! The seam between the RSA operations and whatever computes them.
 //!
-//! Today there is one backend, the CPU. The queue pool (next issue) submits requests to a
-//! `Backend` and the HPRE backend (later) implements the same trait over UADK queues.
+//! A `Backend` takes `Request`s (`submit`) and hands them back finished (`poll`). The CPU
+//! backend (`cpu.rs`) drains its queues on worker threads; the HPRE backend (later) implements
+//! the same trait over UADK queues. The pool (`crate::pool`) owns the backend and a poller
+//! thread that moves completions to whoever waits.
 
 pub mod cpu;
 
 use crate::error::KaeResult;
+use crate::pool::Waiter;
 use crate::rsa::RsaKey;
+use std::sync::Arc;
+use zeroize::Zeroizing;
 
-/// Something that can compute raw RSA exponentiations for a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// RSADP / RSASP1 with blinding, CRT and the fault check.
+    Private,
+    /// RSAEP / RSAVP1.
+    Public,
+}
+
+/// One RSA exponentiation in flight. The request owns its key reference and buffers until it
+/// completes, so nothing it touches can be freed under it (a paused job may be freed).
+pub struct Request {
+    pub kind: OpKind,
+    pub key: Arc<RsaKey>,
+    pub input: Zeroizing<Vec<u8>>,
+    pub output: Zeroizing<Vec<u8>>,
+    pub result: KaeResult<()>,
+    pub waiter: Arc<Waiter>,
+}
+
+impl Request {
+    pub fn new(kind: OpKind, key: Arc<RsaKey>, input: &[u8], waiter: Arc<Waiter>) -> Request {
+        let k = key.size();
+        Request {
+            kind,
+            key,
+            input: Zeroizing::new(input.to_vec()),
+            output: Zeroizing::new(vec![0u8; k]),
+            result: Err(crate::error::KaeError::OperationNotInitialized),
+            waiter,
+        }
+    }
+
+    /// Size class used to group requests for multi-buffer batches (same modulus size).
+    pub fn size_class(&self) -> usize {
+        self.key.bits()
+    }
+}
+
+/// Something that computes queued RSA requests.
 pub trait Backend: Send + Sync {
     /// Short name shown to operators ("cpu", "hpre").
     fn name(&self) -> &'static str;
-    /// RSADP/RSASP1: `out = input^d mod n` with blinding, CRT and the fault check.
-    fn private_op(&self, key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()>;
-    /// RSAEP/RSAVP1: `out = input^e mod n`.
-    fn public_op(&self, key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()>;
+    /// Queues a request; hands it back when every queue is full (or the backend stopped).
+    fn submit(&self, req: Request) -> Result<(), Request>;
+    /// Moves up to `max` finished requests into `out`; returns how many.
+    fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize;
+    /// Requests submitted and not yet returned by `poll`.
+    fn in_flight(&self) -> usize;
+    /// True when completions must be polled (hardware); false when the backend wakes the
+    /// poller itself through the `Notify` it was given (CPU workers).
+    fn needs_polling(&self) -> bool {
+        false
+    }
+    /// Whether `poll` would return something now (checked by the poller before it sleeps).
+    fn has_completions(&self) -> bool {
+        false
+    }
+    /// Stops worker threads; queued requests complete with an error.
+    fn shutdown(&self);
+    /// Deepest any queue has been (for operators).
+    fn high_water(&self) -> usize {
+        0
+    }
 }
 
-/// The backend used by the operations (the CPU, computing inline on the caller's thread).
-pub fn active() -> &'static dyn Backend {
-    &cpu::CpuBackend
+/// Computes one request on the calling thread with libcrypto's constant-time arithmetic.
+pub fn compute(req: &mut Request) {
+    req.result = match req.kind {
+        OpKind::Private => crate::rsa::ops::private_op(&req.key, &req.input, &mut req.output),
+        OpKind::Public => crate::rsa::ops::public_op(&req.key, &req.input, &mut req.output),
+    };
 }

@@ -3,6 +3,7 @@
 //! Everything above this module works with the safe wrappers defined here: `BigNum`,
 //! `MontCtx`, `Md`/`MdCtx`, parameter readers/writers, and the panic-catching `guard`.
 
+pub mod async_job;
 pub mod bn;
 pub mod core;
 pub mod digest;

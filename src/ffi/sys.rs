@@ -429,3 +429,38 @@ extern "C" {
     pub fn OSSL_LIB_CTX_new() -> *mut OSSL_LIB_CTX;
     pub fn OSSL_LIB_CTX_free(ctx: *mut OSSL_LIB_CTX);
 }
+
+pub type ASYNC_callback_fn = unsafe extern "C" fn(arg: *mut c_void) -> c_int;
+pub type ASYNC_fd_cleanup_fn = unsafe extern "C" fn(
+    ctx: *mut ASYNC_WAIT_CTX,
+    key: *const c_void,
+    fd: c_int,
+    custom: *mut c_void,
+);
+pub const ASYNC_STATUS_OK: c_int = 2;
+pub const ASYNC_STATUS_EAGAIN: c_int = 3;
+
+extern "C" {
+    pub fn ASYNC_get_current_job() -> *mut ASYNC_JOB;
+    pub fn ASYNC_get_wait_ctx(job: *mut ASYNC_JOB) -> *mut ASYNC_WAIT_CTX;
+    pub fn ASYNC_pause_job() -> c_int;
+    pub fn ASYNC_WAIT_CTX_get_fd(
+        ctx: *mut ASYNC_WAIT_CTX,
+        key: *const c_void,
+        fd: *mut c_int,
+        custom: *mut *mut c_void,
+    ) -> c_int;
+    pub fn ASYNC_WAIT_CTX_set_wait_fd(
+        ctx: *mut ASYNC_WAIT_CTX,
+        key: *const c_void,
+        fd: c_int,
+        custom: *mut c_void,
+        cleanup: Option<ASYNC_fd_cleanup_fn>,
+    ) -> c_int;
+    pub fn ASYNC_WAIT_CTX_get_callback(
+        ctx: *mut ASYNC_WAIT_CTX,
+        cb: *mut Option<ASYNC_callback_fn>,
+        arg: *mut *mut c_void,
+    ) -> c_int;
+    pub fn ASYNC_WAIT_CTX_set_status(ctx: *mut ASYNC_WAIT_CTX, status: c_int) -> c_int;
+}

@@ -1,0 +1,171 @@
+//! OpenSSL ASYNC job glue: detecting a job, our wait fd (an eventfd registered once per
+//! ASYNC_WAIT_CTX under kae's key and reused), the application's wake-up callback, pausing.
+
+use super::sys::*;
+use crate::error::{KaeError, KaeResult};
+use core::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// An eventfd shared by the wait context (which keeps one reference until its cleanup
+/// callback runs) and every in-flight request that will signal it: the fd is closed only when
+/// both are done, so a late completion never writes to a closed or reused descriptor.
+pub struct EventFd(c_int);
+
+impl EventFd {
+    pub fn new() -> KaeResult<EventFd> {
+        // SAFETY: plain syscall.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(KaeError::BackendFailure);
+        }
+        Ok(EventFd(fd))
+    }
+
+    pub fn fd(&self) -> c_int {
+        self.0
+    }
+
+    /// Makes the fd readable (the application's poller then resumes the job).
+    pub fn signal(&self) {
+        let one: u64 = 1;
+        // SAFETY: we own the fd; writing 8 bytes to an eventfd.
+        unsafe { libc::write(self.0, (&one as *const u64).cast(), 8) };
+    }
+
+    /// Consumes pending signals (non-blocking).
+    pub fn drain(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: we own the fd; reading 8 bytes; EAGAIN when empty is fine.
+        unsafe { libc::read(self.0, (&mut v as *mut u64).cast(), 8) };
+    }
+}
+
+impl Drop for EventFd {
+    fn drop(&mut self) {
+        // SAFETY: we own the fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// The key kae registers its wait fd under (the address of a private static).
+static WAIT_FD_KEY: u8 = 0;
+
+fn key() -> *const c_void {
+    (&WAIT_FD_KEY as *const u8).cast()
+}
+
+unsafe extern "C" fn fd_cleanup(
+    _ctx: *mut ASYNC_WAIT_CTX,
+    _key: *const c_void,
+    _fd: c_int,
+    custom: *mut c_void,
+) {
+    if !custom.is_null() {
+        // SAFETY: custom is the Arc<EventFd> we leaked in `AsyncJob::wait_fd`.
+        let _ =
+            std::panic::catch_unwind(|| drop(unsafe { Arc::from_raw(custom as *const EventFd) }));
+    }
+}
+
+/// How a finished request wakes its job.
+#[derive(Clone)]
+pub enum JobWake {
+    /// The application's callback (ASYNC_WAIT_CTX_set_callback); it polls no fd.
+    Callback { cb: ASYNC_callback_fn, arg: usize },
+    /// Our eventfd, registered in the wait context.
+    Fd(Arc<EventFd>),
+}
+
+impl JobWake {
+    pub fn wake(&self) {
+        match self {
+            // SAFETY: the application's callback with its own argument, as ASYNC documents.
+            JobWake::Callback { cb, arg } => unsafe {
+                cb(*arg as *mut c_void);
+            },
+            JobWake::Fd(fd) => fd.signal(),
+        }
+    }
+}
+
+/// The ASYNC job this thread is running inside, if any.
+pub struct AsyncJob {
+    wait_ctx: *mut ASYNC_WAIT_CTX,
+}
+
+impl AsyncJob {
+    pub fn current() -> Option<AsyncJob> {
+        // SAFETY: plain query of thread-local state.
+        let job = unsafe { ASYNC_get_current_job() };
+        if job.is_null() {
+            return None;
+        }
+        // SAFETY: job is the current job.
+        let wait_ctx = unsafe { ASYNC_get_wait_ctx(job) };
+        if wait_ctx.is_null() {
+            return None;
+        }
+        Some(AsyncJob { wait_ctx })
+    }
+
+    /// The wake-up the application expects: its callback if it set one, else our eventfd
+    /// (created on first use and reused for the life of the wait context).
+    pub fn wake(&self) -> KaeResult<JobWake> {
+        let mut cb: Option<ASYNC_callback_fn> = None;
+        let mut arg: *mut c_void = core::ptr::null_mut();
+        // SAFETY: valid wait ctx and out-pointers.
+        if unsafe { ASYNC_WAIT_CTX_get_callback(self.wait_ctx, &mut cb, &mut arg) } == 1 {
+            if let Some(cb) = cb {
+                return Ok(JobWake::Callback {
+                    cb,
+                    arg: arg as usize,
+                });
+            }
+        }
+        Ok(JobWake::Fd(self.wait_fd()?))
+    }
+
+    fn wait_fd(&self) -> KaeResult<Arc<EventFd>> {
+        let mut fd: c_int = -1;
+        let mut custom: *mut c_void = core::ptr::null_mut();
+        // SAFETY: valid wait ctx, our key, out-pointers.
+        if unsafe { ASYNC_WAIT_CTX_get_fd(self.wait_ctx, key(), &mut fd, &mut custom) } == 1
+            && !custom.is_null()
+        {
+            // SAFETY: custom is our leaked Arc<EventFd>; take another reference.
+            unsafe {
+                Arc::increment_strong_count(custom as *const EventFd);
+                return Ok(Arc::from_raw(custom as *const EventFd));
+            }
+        }
+        let ev = Arc::new(EventFd::new()?);
+        let raw = Arc::into_raw(ev.clone()) as *mut c_void;
+        // SAFETY: valid wait ctx; ownership of one reference passes to the ctx, released by
+        // fd_cleanup when the ctx is freed or the fd cleared.
+        if unsafe {
+            ASYNC_WAIT_CTX_set_wait_fd(self.wait_ctx, key(), ev.fd(), raw, Some(fd_cleanup))
+        } != 1
+        {
+            // SAFETY: registration failed, so the reference is still ours.
+            drop(unsafe { Arc::from_raw(raw as *const EventFd) });
+            return Err(KaeError::BackendFailure);
+        }
+        Ok(ev)
+    }
+
+    pub fn set_status(&self, status: c_int) {
+        // SAFETY: valid wait ctx.
+        unsafe { ASYNC_WAIT_CTX_set_status(self.wait_ctx, status) };
+    }
+
+    /// Returns to the application; it resumes the job later (after our fd or callback
+    /// fired, or spuriously).
+    pub fn pause(&self) -> KaeResult<()> {
+        // SAFETY: we are inside a job (checked by `current`).
+        if unsafe { ASYNC_pause_job() } == 1 {
+            Ok(())
+        } else {
+            Err(KaeError::BackendFailure)
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The queue pool: a backend's queues, a poller thread that moves completions to their
+//! waiters, async offload through OpenSSL's ASYNC pause/resume, lazy start, fork safety.
+//!
+//! Request flow in async mode (inside an `ASYNC_JOB`):
+//! submit → (queue full: register for a free slot, pause, retry) → pause until our wait fd or
+//! the application's callback fires → drain the fd → result (a resume without a result is
+//! spurious: pause again).
+//! Without a job the CPU backend computes inline on the caller's thread (no thread hop).
+
+pub mod sleeper;
+pub mod waiter;
+
+pub use sleeper::Sleeper;
+pub use waiter::{Waiter, WaiterWake};
+
+use crate::backend::cpu::{ComputeFn, CpuBackend};
+use crate::backend::{self, Backend, OpKind, Request};
+use crate::error::{KaeError, KaeResult};
+use crate::ffi::async_job::{AsyncJob, JobWake};
+use crate::rsa::RsaKey;
+use crate::stats;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+/// Which backend computes offloaded requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// HPRE when present, else CPU.
+    Auto,
+    Cpu,
+    Hpre,
+}
+
+impl BackendChoice {
+    pub fn parse(s: &str) -> Option<BackendChoice> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(BackendChoice::Auto),
+            "cpu" => Some(BackendChoice::Cpu),
+            "hpre" => Some(BackendChoice::Hpre),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    pub backend: BackendChoice,
+    /// Number of queues (one worker each for the CPU backend).
+    pub queues: usize,
+    /// Requests each queue holds before submitters must wait.
+    pub depth: usize,
+    /// Offload private operations of ASYNC jobs (off: compute inline even inside jobs).
+    pub async_enabled: bool,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            backend: BackendChoice::Auto,
+            queues: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            depth: 64,
+            async_enabled: true,
+        }
+    }
+}
+
+static CONFIG: OnceLock<PoolConfig> = OnceLock::new();
+
+/// Sets the pool configuration (first provider instance wins; the pool is per process).
+pub fn configure(cfg: PoolConfig) {
+    if CONFIG.set(cfg.clone()).is_err()
+        && CONFIG.get().map(|c| format!("{c:?}")) != Some(format!("{cfg:?}"))
+    {
+        log::warn!(
+            "kae: pool already configured as {:?}; ignoring {:?}",
+            CONFIG.get(),
+            cfg
+        );
+    }
+}
+
+pub fn config() -> PoolConfig {
+    CONFIG.get().cloned().unwrap_or_default()
+}
+
+/// A running pool: one backend plus the poller thread.
+pub struct Pool {
+    backend: Box<dyn Backend>,
+    poller_sleeper: Arc<Sleeper>,
+    poller: Mutex<Option<JoinHandle<()>>>,
+    stop: AtomicBool,
+    /// Waiters of jobs that found every queue full; woken when completions free slots.
+    slot_waiters: Mutex<Vec<Arc<Waiter>>>,
+    /// Process that started this pool (a forked child starts its own).
+    pid: u32,
+}
+
+impl Pool {
+    /// Starts a pool with the CPU backend computing with `compute`.
+    pub fn start_cpu(cfg: &PoolConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
+        let poller_sleeper = Arc::new(Sleeper::new());
+        let backend = CpuBackend::start(cfg.queues, cfg.depth, poller_sleeper.clone(), compute)?;
+        let pool = Arc::new(Pool {
+            backend: Box::new(backend),
+            poller_sleeper,
+            poller: Mutex::new(None),
+            stop: AtomicBool::new(false),
+            slot_waiters: Mutex::new(Vec::new()),
+            pid: std::process::id(),
+        });
+        let p = pool.clone();
+        let h = std::thread::Builder::new()
+            .name("kae-poller".into())
+            .spawn(move || p.poller_loop());
+        match h {
+            Ok(h) => *pool.poller.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
+            Err(e) => {
+                pool.backend.shutdown();
+                return Err(e);
+            }
+        }
+        Ok(pool)
+    }
+
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    pub fn high_water(&self) -> usize {
+        self.backend.high_water()
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.backend.in_flight()
+    }
+
+    pub fn submit(&self, req: Request) -> Result<(), Request> {
+        if self.stop.load(Ordering::Acquire) {
+            return Err(req);
+        }
+        self.backend.submit(req)
+    }
+
+    fn poller_loop(&self) {
+        self.poller_sleeper.register_current();
+        let mut done: Vec<Request> = Vec::with_capacity(64);
+        loop {
+            let n = self.backend.poll(&mut done, 64);
+            for r in done.drain(..) {
+                let Request {
+                    result,
+                    output,
+                    waiter,
+                    ..
+                } = r;
+                waiter.complete(result, output);
+            }
+            if n > 0 {
+                // Slots were freed: let jobs that met a full queue retry.
+                let waiting = std::mem::take(
+                    &mut *self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner()),
+                );
+                for w in waiting {
+                    w.wake();
+                }
+                continue;
+            }
+            if self.stop.load(Ordering::Acquire) && self.backend.in_flight() == 0 {
+                return;
+            }
+            if self.backend.needs_polling() && self.backend.in_flight() > 0 {
+                std::thread::yield_now();
+                continue;
+            }
+            self.poller_sleeper.sleep_unless(|| {
+                self.backend.has_completions() || self.stop.load(Ordering::Acquire)
+            });
+        }
+    }
+
+    /// Stops the backend and the poller; queued requests complete with an error.
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.backend.shutdown();
+        self.poller_sleeper.wake();
+        if let Some(h) = self.poller.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = h.join();
+        }
+    }
+
+    fn wait_for_slot(&self, w: &Arc<Waiter>) {
+        self.slot_waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w.clone());
+    }
+}
+
+// ---- the process-wide pool -------------------------------------------------------------------
+
+/// The running pool, started on first use in each process (never in OSSL_provider_init).
+static CURRENT: AtomicPtr<Arc<Pool>> = AtomicPtr::new(core::ptr::null_mut());
+static START_LOCK: Mutex<()> = Mutex::new(());
+/// Live provider instances; the last teardown stops the pool.
+static USERS: AtomicUsize = AtomicUsize::new(0);
+
+pub fn add_user() {
+    USERS.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Called at provider teardown; stops the pool when the last instance goes.
+pub fn remove_user() {
+    if USERS.fetch_sub(1, Ordering::AcqRel) == 1 {
+        stop_current();
+    }
+}
+
+fn stop_current() {
+    let _g = START_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let p = CURRENT.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: p came from Box::into_raw in `current`; we took it out of CURRENT.
+    let pool = unsafe { Box::from_raw(p) };
+    if pool.pid == std::process::id() {
+        pool.shutdown();
+    } else {
+        // Started by our parent before fork: its threads do not exist here; never join them.
+        std::mem::forget(pool);
+    }
+}
+
+/// The pool of this process, started on first call. After `fork()` the child sees the
+/// parent's pool (whose threads were not copied), leaves it alone and starts its own.
+pub fn current() -> Option<Arc<Pool>> {
+    let pid = std::process::id();
+    let p = CURRENT.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: pools are only freed by the last provider teardown, when no operation runs.
+        let pool = unsafe { &*p };
+        if pool.pid == pid {
+            return Some(pool.clone());
+        }
+    }
+    let _g = START_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let p = CURRENT.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: as above.
+        let pool = unsafe { &*p };
+        if pool.pid == pid {
+            return Some(pool.clone());
+        }
+        // Inherited from the parent: leak it (its mutexes may be in any state, its threads
+        // are gone) and start ours.
+        log::info!("kae[{pid}]: forked child starts its own queue pool");
+    }
+    let cfg = config();
+    if cfg.backend == BackendChoice::Hpre {
+        stats::note_fallback();
+        log::warn!("kae: backend=hpre requested but the HPRE backend is not available in this build; using the CPU");
+    }
+    match Pool::start_cpu(&cfg, backend::compute) {
+        Ok(pool) => {
+            log::info!(
+                "kae[{pid}]: queue pool started: backend {}, {} queues × depth {}",
+                pool.backend_name(),
+                cfg.queues,
+                cfg.depth
+            );
+            CURRENT.store(Box::into_raw(Box::new(pool.clone())), Ordering::Release);
+            Some(pool)
+        }
+        Err(e) => {
+            log::warn!("kae: could not start the queue pool ({e}); computing inline");
+            None
+        }
+    }
+}
+
+/// Pool of this process if one is running (for counters; never starts one).
+pub fn running() -> Option<Arc<Pool>> {
+    let p = CURRENT.load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: see `current`.
+    let pool = unsafe { &*p };
+    (pool.pid == std::process::id()).then(|| pool.clone())
+}
+
+// ---- operations ----------------------------------------------------------------------------
+
+/// RSADP/RSASP1 for the operations: offloaded through the pool inside an ASYNC job, inline on
+/// the caller's thread otherwise.
+pub fn private_op(key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
+    run(OpKind::Private, key, input, out)
+}
+
+/// RSAEP/RSAVP1: cheap (public exponent), always inline.
+pub fn public_op(key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
+    run(OpKind::Public, key, input, out)
+}
+
+fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
+    if kind == OpKind::Private && config().async_enabled {
+        if let Some(job) = AsyncJob::current() {
+            if let Some(pool) = current() {
+                return run_async(&pool, &job, kind, key, input, out);
+            }
+            stats::note_fallback();
+        }
+    }
+    inline(kind, key, input, out)
+}
+
+fn inline(kind: OpKind, key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
+    let r = match kind {
+        OpKind::Private => crate::rsa::ops::private_op(key, input, out),
+        OpKind::Public => crate::rsa::ops::public_op(key, input, out),
+    };
+    stats::record(kind, stats::Path::Inline, r.is_ok());
+    r
+}
+
+/// Consecutive resumes without a result after which we stop trusting pause (e.g. the
+/// application blocked pausing with ASYNC_block_pause, which makes pause return at once) and
+/// wait on the thread instead.
+const MAX_SPURIOUS: u32 = 1000;
+
+fn run_async(
+    pool: &Pool,
+    job: &AsyncJob,
+    kind: OpKind,
+    key: &Arc<RsaKey>,
+    input: &[u8],
+    out: &mut [u8],
+) -> KaeResult<()> {
+    if out.len() != key.size() {
+        return Err(KaeError::BufferTooSmall);
+    }
+    let wake = job.wake()?;
+    let waiter = Arc::new(Waiter::new(WaiterWake::Job(wake.clone())));
+    let mut req = Request::new(kind, key.clone(), input, waiter.clone());
+    // 1. Submit; when every queue is full, make sure a free slot wakes us, then pause.
+    loop {
+        match pool.submit(req) {
+            Ok(()) => break,
+            Err(back) => {
+                if pool.stop.load(Ordering::Acquire) {
+                    stats::note_fallback();
+                    return inline(kind, key, input, out);
+                }
+                stats::note_queue_full();
+                req = back;
+                pool.wait_for_slot(&waiter);
+                // A slot may have freed before we registered: try once more before pausing.
+                match pool.submit(req) {
+                    Ok(()) => break,
+                    Err(back) => req = back,
+                }
+                job.set_status(crate::ffi::sys::ASYNC_STATUS_EAGAIN);
+                stats::note_pause();
+                job.pause()?;
+                drain(&wake);
+                job.set_status(crate::ffi::sys::ASYNC_STATUS_OK);
+            }
+        }
+    }
+    // 2. Wait for the result.
+    let mut spurious = 0u32;
+    while !waiter.is_done() {
+        stats::note_pause();
+        job.pause()?;
+        drain(&wake);
+        if !waiter.is_done() {
+            stats::note_spurious();
+            spurious += 1;
+            if spurious >= MAX_SPURIOUS {
+                waiter.block_until_done();
+            }
+        }
+    }
+    let (result, output) = waiter.take().ok_or(KaeError::Internal)?;
+    stats::record(kind, stats::Path::Offload, result.is_ok());
+    result?;
+    out.copy_from_slice(&output);
+    Ok(())
+}
+
+fn drain(w: &JobWake) {
+    if let JobWake::Fd(fd) = w {
+        fd.drain();
+    }
+}
+
+/// Submits and blocks the calling thread until done (for hardware backends in sync mode and
+/// for benchmarks of the queue round trip). Never used inside an ASYNC job.
+pub fn run_blocking(
+    pool: &Pool,
+    kind: OpKind,
+    key: &Arc<RsaKey>,
+    input: &[u8],
+    out: &mut [u8],
+) -> KaeResult<()> {
+    let waiter = Arc::new(Waiter::new(WaiterWake::Thread(std::thread::current())));
+    let mut req = Request::new(kind, key.clone(), input, waiter.clone());
+    loop {
+        match pool.submit(req) {
+            Ok(()) => break,
+            Err(back) => {
+                if pool.stop.load(Ordering::Acquire) {
+                    return Err(KaeError::BackendFailure);
+                }
+                req = back;
+                pool.wait_for_slot(&waiter);
+                std::thread::park_timeout(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+    waiter.block_until_done();
+    let (result, output) = waiter.take().ok_or(KaeError::Internal)?;
+    result?;
+    out.copy_from_slice(&output);
+    Ok(())
+}

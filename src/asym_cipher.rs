@@ -173,7 +173,19 @@ impl CipherCtx {
         Ok(())
     }
 
+    /// An OAEP label only makes sense with OAEP padding.
+    fn check_label_use(&self) -> Result<(), Failure> {
+        if self.label.is_some() && self.pad != PadMode::Oaep {
+            return Err(Failure::with(
+                KaeError::IllegalForPaddingMode,
+                "oaep-label is set but the padding is not OAEP",
+            ));
+        }
+        Ok(())
+    }
+
     fn encrypt(&mut self, msg: &[u8], out: &mut [u8]) -> Result<(), Failure> {
+        self.check_label_use()?;
         let key = self.key.clone().ok_or(KaeError::MissingKey)?;
         let k = key.size();
         let mut em = Zeroizing::new(vec![0u8; k]);
@@ -215,15 +227,20 @@ impl CipherCtx {
     fn decrypt(&mut self, ct: &[u8]) -> Result<Zeroizing<Vec<u8>>, Failure> {
         let key = self.key.clone().ok_or(KaeError::MissingKey)?;
         let k = key.size();
-        if ct.len() > k {
+        // RFC 8017 §7.1.2 / §7.2.2 step 1: the ciphertext is exactly k octets.
+        if ct.len() != k {
+            let r = if ct.len() > k {
+                KaeError::DataTooLargeForModulus
+            } else {
+                KaeError::InvalidLength
+            };
             return Err(Failure::with(
-                KaeError::DataTooLargeForModulus,
+                r,
                 format!("ciphertext is {} bytes, modulus {k}", ct.len()),
             ));
         }
-        // Shorter ciphertexts are left-padded with zeros, as OpenSSL accepts them.
-        let mut c = vec![0u8; k];
-        c[k - ct.len()..].copy_from_slice(ct);
+        self.check_label_use()?;
+        let c = ct.to_vec();
         let mut em = Zeroizing::new(vec![0u8; k]);
         crate::pool::private_op(&key, &c, &mut em)?;
         let mut out = Zeroizing::new(vec![0u8; k]);

@@ -23,6 +23,29 @@ fn sha256(data: &[u8]) -> Vec<u8> {
     reference().digest("SHA256", data)
 }
 
+/// Positive controls: PKCS#1 sign of a SHA-256 hash and an OAEP-SHA256 encryption work in kae
+/// with well-formed parameters.
+fn controls(kp: &KeyPair, h: &[u8]) {
+    ok(
+        sign(
+            kae(),
+            &kp.kae,
+            &sig_params("pkcs1", Some("SHA256"), None, None),
+            h,
+        ),
+        "control: PKCS#1 sign with well-formed parameters",
+    );
+    ok(
+        encrypt(
+            kae(),
+            &kp.kae,
+            &Enc::oaep("SHA256", "SHA256", None).params(),
+            b"x",
+        ),
+        "control: OAEP encrypt with well-formed parameters",
+    );
+}
+
 /// Print what the default provider does with the same input.
 fn contrast<T>(what: &str, r: Res<T>) {
     match r {
@@ -71,6 +94,7 @@ fn pad_mode_as_octet_string() {
 fn pad_mode_unknown_name_or_number() {
     let kp = kp();
     let h = sha256(b"m");
+    controls(kp, &h);
     for bad in [
         ParamsBuilder::new().utf8("pad-mode", "bogus").build(),
         ParamsBuilder::new().utf8("pad-mode", "").build(),
@@ -186,6 +210,7 @@ fn unknown_digest_names() {
 fn digest_param_wrong_type() {
     let kp = kp();
     let h = sha256(b"m");
+    controls(kp, &h);
     let bad = ParamsBuilder::new()
         .utf8("pad-mode", "pkcs1")
         .int("digest", 672)
@@ -271,6 +296,7 @@ fn saltlen_too_large_for_key() {
 #[test]
 fn oaep_label_with_pkcs1_padding() {
     let kp = kp();
+    let mut problems = Problems::default();
     let ct = ok(
         encrypt(reference(), &kp.reference, &Enc::pkcs1().params(), b"x"),
         "encrypt",
@@ -280,11 +306,11 @@ fn oaep_label_with_pkcs1_padding() {
         ..Enc::pkcs1_explicit()
     }
     .params();
-    expect_error(
+    problems.expect_error(
         encrypt(kae(), &kp.kae, &bad, b"x"),
         "PKCS#1 encrypt with an OAEP label",
     );
-    expect_error(
+    problems.expect_error(
         decrypt(kae(), &kp.kae, &bad, &ct),
         "PKCS#1 decrypt with an OAEP label",
     );
@@ -292,6 +318,7 @@ fn oaep_label_with_pkcs1_padding() {
         "OAEP label with PKCS#1",
         decrypt(reference(), &kp.reference, &bad, &ct),
     );
+    problems.finish();
 }
 
 #[test]
@@ -300,6 +327,11 @@ fn cipher_params_wrong_type() {
     let ct = ok(
         encrypt(reference(), &kp.reference, &Enc::pkcs1().params(), b"x"),
         "encrypt",
+    );
+    controls(kp, &sha256(b"m"));
+    ok(
+        decrypt(kae(), &kp.kae, &Enc::pkcs1_explicit().params(), &ct),
+        "control: decrypt",
     );
     let bad = ParamsBuilder::new()
         .utf8("pad-mode", "pkcs1")
@@ -348,6 +380,16 @@ fn signature_padding_digest_mismatch() {
         "pad none with a digest",
     );
     // X9.31 has no identifier for SHA-224 or MD5.
+    ok(
+        digest_sign(
+            kae(),
+            &kp.kae,
+            Some("SHA256"),
+            &sig_params("x931", None, None, None),
+            b"m",
+        ),
+        "control: X9.31 with SHA-256",
+    );
     for md in ["SHA224", "MD5"] {
         expect_error(
             digest_sign(
@@ -362,6 +404,15 @@ fn signature_padding_digest_mismatch() {
     }
     // PSS cannot use MD5-SHA1.
     let tbs = pattern(2, 36);
+    ok(
+        sign(
+            kae(),
+            &kp.kae,
+            &sig_params("pkcs1", Some("MD5-SHA1"), None, None),
+            &tbs,
+        ),
+        "control: PKCS#1 with MD5-SHA1",
+    );
     expect_error(
         sign(
             kae(),
@@ -453,6 +504,7 @@ fn good_ciphertext(kp: &KeyPair, name: &str, p: &Params) -> Vec<u8> {
 #[test]
 fn ciphertext_wrong_length() {
     let kp = kp();
+    let mut problems = Problems::default();
     for (name, p) in decrypt_settings() {
         let ct = good_ciphertext(kp, name, &p);
         let mut longer = vec![0u8];
@@ -467,17 +519,19 @@ fn ciphertext_wrong_length() {
             ("empty", Vec::new()),
             ("one byte", vec![1u8]),
         ] {
-            expect_error(
+            problems.expect_error(
                 decrypt(kae(), &kp.kae, &p, &bad),
                 &format!("{name}: ciphertext {what}"),
             );
         }
     }
+    problems.finish();
 }
 
 #[test]
 fn ciphertext_not_below_modulus() {
     let kp = kp();
+    let mut problems = Problems::default();
     let n = kp.reference.n();
     let mut n_plus_1 = n.clone();
     *n_plus_1.last_mut().unwrap() += 1; // n is odd: no carry
@@ -488,17 +542,19 @@ fn ciphertext_not_below_modulus() {
             ("= n+1", n_plus_1.clone()),
             ("= 0xff..ff", vec![0xffu8; kp.k()]),
         ] {
-            expect_error(
+            problems.expect_error(
                 decrypt(kae(), &kp.kae, &p, &bad),
                 &format!("{name}: ciphertext {what}"),
             );
         }
     }
+    problems.finish();
 }
 
 #[test]
 fn signature_malformed() {
     let kp = kp();
+    let mut problems = Problems::default();
     let p = pkcs1_sig();
     let sig = ok(
         digest_sign(reference(), &kp.reference, Some("SHA256"), &p, b"m"),
@@ -523,28 +579,29 @@ fn signature_malformed() {
             r
         }),
     ] {
-        expect_error(
+        problems.expect_error(
             digest_verify(kae(), &kp.kae, Some("SHA256"), &p, b"m", &bad),
             &format!("PKCS#1 verify, signature {what}"),
         );
         for pad in ["pss", "x931"] {
             let pp = sig_params(pad, None, None, None);
-            expect_error(
+            problems.expect_error(
                 digest_verify(kae(), &kp.kae, Some("SHA256"), &pp, b"m", &bad),
                 &format!("{pad} verify, signature {what}"),
             );
         }
     }
-    expect_error(
+    problems.expect_error(
         verify_recover(kae(), &kp.kae, &p, &kp.reference.n()),
         "verify_recover of n",
     );
     let mut garbage = pattern(10, kp.k());
     garbage[0] = 0;
-    expect_error(
+    problems.expect_error(
         verify_recover(kae(), &kp.kae, &p, &garbage),
         "verify_recover of garbage (PKCS#1)",
     );
+    problems.finish();
 }
 
 #[test]
@@ -683,6 +740,7 @@ fn output_buffer_too_small() {
     let kp = kp();
     let kl = kae();
     let h = sha256(b"m");
+    controls(kp, &h);
     unsafe {
         // Signature buffer one byte short.
         clear_errors();
@@ -759,6 +817,21 @@ fn subset(names: &[&str]) -> Params {
 /// must fail.  Either way with an error reason on the queue.
 fn import_or_use_fails(what: &str, params: &Params) {
     let kl = kae();
+    // Controls: the same operations work with the complete key.
+    let h = sha256(b"m");
+    let sigp = sig_params("pkcs1", Some("SHA256"), None, None);
+    ok(
+        sign(kl, &kp().kae, &sigp, &h),
+        "control: sign with the full key",
+    );
+    let ct = ok(
+        encrypt(reference(), &kp().reference, &Enc::pkcs1().params(), b"x"),
+        "encrypt",
+    );
+    ok(
+        decrypt(kl, &kp().kae, &Enc::pkcs1_explicit().params(), &ct),
+        "control: decrypt with the full key",
+    );
     match kl.import("RSA", ffi::EVP_PKEY_KEYPAIR, params) {
         Err(e) => {
             eprintln!("[expected failure] {what}: import refused: {e}");
@@ -769,20 +842,15 @@ fn import_or_use_fails(what: &str, params: &Params) {
         }
         Ok(key) => {
             eprintln!("{what}: import accepted; private operations must fail");
-            let h = sha256(b"m");
-            expect_error(
-                sign(
-                    kl,
-                    &key,
-                    &sig_params("pkcs1", Some("SHA256"), None, None),
-                    &h,
-                ),
-                &format!("{what}: sign"),
-            );
-            let ct = ok(
-                encrypt(reference(), &kp().reference, &Enc::pkcs1().params(), b"x"),
-                "encrypt",
-            );
+            let s = sign(kl, &key, &sigp, &h);
+            if let Ok(sig) = &s {
+                let valid = verify(reference(), &kp().reference, &sigp, &h, sig).is_ok();
+                panic!(
+                    "{what}: kae signed with the partial key (the signature is {})",
+                    if valid { "valid" } else { "INVALID" }
+                );
+            }
+            expect_error(s, &format!("{what}: sign"));
             expect_error(
                 decrypt(kl, &key, &Enc::pkcs1_explicit().params(), &ct),
                 &format!("{what}: decrypt"),
@@ -930,6 +998,19 @@ fn public_key_used_for_private_operations() {
 fn degenerate_key_values() {
     let kl = kae();
     let n = kp().reference.n();
+    let good = ok(
+        kl.import(
+            "RSA",
+            ffi::EVP_PKEY_PUBLIC_KEY,
+            &ParamsBuilder::new().bn("n", &n).bn("e", &[1, 0, 1]).build(),
+        ),
+        "control: import n, e",
+    );
+    ok(
+        encrypt(kl, &good, &Enc::pkcs1().params(), b"x"),
+        "control: encrypt",
+    );
+    ok(check_key(kl, &good, Check::Public), "control: public check");
     for (what, params) in [
         (
             "n = 0",
@@ -1072,6 +1153,15 @@ fn rsa_pss_key_param_errors() {
     ] {
         b = b.bn(n, &ex.get_bn(n).unwrap());
     }
+    let good = b
+        .clone()
+        .utf8("digest", "SHA256")
+        .int("saltlen", 20)
+        .build();
+    ok(
+        kae().import("RSA-PSS", ffi::EVP_PKEY_KEYPAIR, &good),
+        "control: RSA-PSS import with restrictions",
+    );
     let bad = b.clone().utf8("digest", "NOPE-256").build();
     expect_error(
         kae().import("RSA-PSS", ffi::EVP_PKEY_KEYPAIR, &bad),
@@ -1087,6 +1177,10 @@ fn rsa_pss_key_param_errors() {
 #[test]
 fn keygen_bad_params() {
     let kl = kae();
+    ok(
+        kl.keygen_rsa(1024, Some(65537)),
+        "control: keygen 1024 bits",
+    );
     expect_error(kl.keygen_rsa(256, None), "keygen 256 bits");
     expect_error(kl.keygen_rsa(2048, Some(1)), "keygen e = 1");
     expect_error(

@@ -34,7 +34,8 @@ struct Tally {
     family: &'static str,
     ran: usize,
     skipped: usize,
-    failures: Vec<String>,
+    /// (test set, description)
+    failures: Vec<(String, String)>,
 }
 
 impl Tally {
@@ -59,6 +60,7 @@ impl Tally {
     ) {
         self.ran += 1;
         let problem = match (expected, &got) {
+            (_, Err(e)) if e.setup => Some(format!("operation could not be set up: {e}")),
             (TestResult::Valid, Err(e)) => Some(format!("valid vector rejected: {e}")),
             (TestResult::Valid, Ok(Some(out))) if want.is_some_and(|w| w != out.as_slice()) => {
                 Some(format!(
@@ -85,7 +87,7 @@ impl Tally {
         };
         if let Some(p) = problem {
             self.failures
-                .push(format!("{set} tcId {tc} ({comment}): {p}"));
+                .push((set.to_owned(), format!("tcId {tc} ({comment}): {p}")));
         }
     }
 
@@ -108,18 +110,22 @@ impl Tally {
         );
         assert!(self.ran > 0, "{}: no vectors ran", self.family);
         if !self.failures.is_empty() {
-            let shown: Vec<_> = self.failures.iter().take(60).cloned().collect();
+            // Per set: the number of failures and the first few of them.
+            let mut report = String::new();
+            let mut sets: Vec<&str> = self.failures.iter().map(|(s, _)| s.as_str()).collect();
+            sets.dedup();
+            for set in sets {
+                let of_set: Vec<_> = self.failures.iter().filter(|(s, _)| s == set).collect();
+                report.push_str(&format!("\n  {set}: {} failures", of_set.len()));
+                for (_, f) in of_set.iter().take(3) {
+                    report.push_str(&format!("\n    {}", f.replace('\n', "\n      ")));
+                }
+            }
             panic!(
-                "{}: {} of {} vectors failed:\n  {}{}",
+                "{}: {} of {} vectors failed:{report}",
                 self.family,
                 self.failures.len(),
-                self.ran,
-                shown.join("\n  "),
-                if self.failures.len() > shown.len() {
-                    "\n  …"
-                } else {
-                    ""
-                }
+                self.ran
             );
         }
     }
@@ -296,6 +302,10 @@ fn pkcs1_decrypt_implicit_rejection() {
                 ran += 1;
                 let r = decrypt(kae(), &key, &params, &t.ct);
                 match (t.result, r) {
+                    (_, Err(e)) if e.setup => failures.push(format!(
+                        "{name:?} tc {}: operation could not be set up: {e}",
+                        t.tc_id
+                    )),
                     (TestResult::Valid, Ok(pt)) if pt == *t.pt => {}
                     (TestResult::Valid, other) => failures.push(format!(
                         "{name:?} tc {}: valid vector gave {other:?}",

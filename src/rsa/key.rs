@@ -104,8 +104,10 @@ impl RsaKey {
         self.n.is_some() && self.e.is_some()
     }
 
+    /// A usable private key needs d: the CRT fault check falls back to it, implicit
+    /// rejection derives its key from it, and OpenSSL refuses private operations without it.
     pub fn has_private(&self) -> bool {
-        self.n.is_some() && (self.d.is_some() || self.has_crt())
+        self.n.is_some() && self.d.is_some()
     }
 
     /// Two-prime CRT components present.

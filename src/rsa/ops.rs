@@ -365,14 +365,17 @@ mod tests {
     }
 
     #[test]
-    fn fault_without_d_is_an_error_not_a_wrong_result() {
+    fn key_without_d_refuses_private_operations() {
         let good = key1024();
         let mut bad = good.dup(true, true, true).unwrap();
         bad.d = None;
         arith::add(&bad.exps[1], &good.exps[1], &BigNum::from_u64(2).unwrap()).unwrap();
         let m = sample(good.size(), 13);
         let mut out = vec![0u8; good.size()];
-        assert_eq!(private_op(&bad, &m, &mut out), Err(KaeError::FaultDetected));
+        assert_eq!(
+            private_op(&bad, &m, &mut out),
+            Err(KaeError::MissingPrivateKey)
+        );
     }
 
     #[test]

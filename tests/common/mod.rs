@@ -281,6 +281,20 @@ pub mod ffi {
             tbs: *const u8,
             tbslen: usize,
         ) -> c_int;
+        pub fn EVP_DigestSignUpdate(ctx: *mut EVP_MD_CTX, data: *const c_void, len: usize)
+            -> c_int;
+        pub fn EVP_DigestSignFinal(ctx: *mut EVP_MD_CTX, sig: *mut u8, siglen: *mut usize)
+            -> c_int;
+        pub fn EVP_DigestVerifyUpdate(
+            ctx: *mut EVP_MD_CTX,
+            data: *const c_void,
+            len: usize,
+        ) -> c_int;
+        pub fn EVP_DigestVerifyFinal(ctx: *mut EVP_MD_CTX, sig: *const u8, siglen: usize) -> c_int;
+        pub fn EVP_MD_CTX_get_pkey_ctx(ctx: *const EVP_MD_CTX) -> *mut EVP_PKEY_CTX;
+        pub fn EVP_MD_CTX_copy_ex(out: *mut EVP_MD_CTX, inp: *const EVP_MD_CTX) -> c_int;
+        pub fn EVP_PKEY_CTX_dup(ctx: *const EVP_PKEY_CTX) -> *mut EVP_PKEY_CTX;
+        pub fn EVP_PKEY_CTX_get_params(ctx: *mut EVP_PKEY_CTX, params: *mut OSSL_PARAM) -> c_int;
         pub fn EVP_MD_fetch(
             ctx: *mut OSSL_LIB_CTX,
             name: *const c_char,
@@ -362,6 +376,12 @@ pub mod ffi {
             -> c_int;
 
         pub fn RAND_bytes(buf: *mut u8, num: c_int) -> c_int;
+        pub fn RAND_bytes_ex(
+            ctx: *mut OSSL_LIB_CTX,
+            buf: *mut u8,
+            num: usize,
+            strength: c_uint,
+        ) -> c_int;
     }
 }
 
@@ -466,6 +486,9 @@ pub struct ErrEntry {
 pub struct SslError {
     pub context: String,
     pub entries: Vec<ErrEntry>,
+    /// The failure happened while setting the operation up (context creation, init, parameters),
+    /// not in the operation itself.
+    pub setup: bool,
 }
 
 impl SslError {
@@ -564,6 +587,7 @@ pub fn take_errors(context: &str) -> SslError {
     SslError {
         context: context.to_owned(),
         entries,
+        setup: false,
     }
 }
 
@@ -799,9 +823,9 @@ pub struct Lib {
     /// "kae" or "default", for messages.
     pub label: &'static str,
     propq: CString,
-    /// kae only: whether the default provider was already available after loading kae (kae is
-    /// expected to load it itself for digests, DRBG, encoders and decoders).
-    pub default_loaded_by_module: bool,
+    /// Whether the default provider is available in this library context (for the kae
+    /// context: whether loading the kae module made it available).
+    pub default_available: bool,
 }
 
 unsafe impl Send for Lib {}
@@ -815,22 +839,29 @@ pub fn module_path() -> String {
         }
     }
     let exe = std::env::current_exe().expect("current_exe");
-    // target/<profile>/deps/<binary>-<hash>  →  target/<profile>/libkae.so
-    let dir: PathBuf = exe
+    // The binary is target/<profile>/deps/<name>-<hash>.  `cargo test`/`cargo bench` build the
+    // cdylib next to it (deps/libkae.so) but only `cargo build` refreshes the copy in
+    // target/<profile>/, so the deps one is the module that matches this test build.
+    let deps: PathBuf = exe
         .parent()
-        .and_then(|d| d.parent())
-        .expect("test binary is not inside target/<profile>/deps")
+        .expect("test binary has no directory")
         .to_path_buf();
-    let path = dir.join("libkae.so");
-    assert!(
-        path.exists(),
-        "provider module {} not found (cargo builds it with the tests; set KAE_MODULE to override)",
-        path.display()
-    );
+    let candidates = [
+        deps.join("libkae.so"),
+        deps.parent()
+            .map(|p| p.join("libkae.so"))
+            .unwrap_or_default(),
+    ];
+    let path = candidates.iter().find(|p| p.is_file()).unwrap_or_else(|| {
+        panic!(
+            "provider module not found at {:?} (cargo builds it with the tests; set KAE_MODULE to override)",
+            candidates
+        )
+    });
     path.to_string_lossy().into_owned()
 }
 
-fn load_kae() -> Lib {
+fn load_kae(with_default: bool) -> Lib {
     let name = module_path();
     unsafe {
         let ctx = OSSL_LIB_CTX_new();
@@ -845,17 +876,12 @@ fn load_kae() -> Lib {
             );
         }
         let prov_name = cstr_opt(OSSL_PROVIDER_get0_name(prov)).unwrap_or_default();
-        let default_loaded_by_module =
-            OSSL_PROVIDER_available(ctx, intern("default").as_ptr()) == 1;
-        if !default_loaded_by_module {
-            eprintln!(
-                "NOTE: the default provider is not available in the kae library context after \
-                 loading {name}; loading it so that digests and the DRBG exist"
-            );
+        let default_available = OSSL_PROVIDER_available(ctx, intern("default").as_ptr()) == 1;
+        if with_default && !default_available {
             let d = OSSL_PROVIDER_load(ctx, intern("default").as_ptr());
             assert!(
                 !d.is_null(),
-                "loading default into the kae context: {}",
+                "loading default into a kae context: {}",
                 take_errors("load")
             );
         }
@@ -866,7 +892,7 @@ fn load_kae() -> Lib {
             prov_name,
             label: "kae",
             propq: CString::new(KAE_PROPQ).unwrap(),
-            default_loaded_by_module,
+            default_available: default_available || with_default,
         }
     }
 }
@@ -887,15 +913,25 @@ fn load_reference() -> Lib {
             prov_name: "default".into(),
             label: "default",
             propq: CString::new(REF_PROPQ).unwrap(),
-            default_loaded_by_module: true,
+            default_available: true,
         }
     }
 }
 
-/// The library context holding the kae module (loaded once per test process).
+/// The library context holding the kae module and nothing else (loaded once per test process),
+/// as in a deployment whose configuration activates only kae: whatever else the operations need
+/// (digests, DRBG) must come through kae.
 pub fn kae() -> &'static Lib {
     static K: OnceLock<Lib> = OnceLock::new();
-    K.get_or_init(load_kae)
+    K.get_or_init(|| load_kae(false))
+}
+
+/// A second kae library context with the default provider loaded next to kae (as in a
+/// configuration activating both), for keys managed by the default provider that an operation
+/// fetched with `provider=kae` has to export to kae.
+pub fn kae_with_default() -> &'static Lib {
+    static K: OnceLock<Lib> = OnceLock::new();
+    K.get_or_init(|| load_kae(true))
 }
 
 /// The reference library context holding only the default provider.
@@ -1385,17 +1421,39 @@ impl<'a> Enc<'a> {
 // asserts that the operation ran in `lib`'s provider.
 // ---------------------------------------------------------------------------------------------
 
+/// Mark an error as a set-up failure.
+pub fn mark_setup<T>(r: Res<T>) -> Res<T> {
+    r.map_err(|mut e| {
+        e.setup = true;
+        e
+    })
+}
+
+/// Context creation, `init`, operation-provider check and parameters for one operation.
+fn op_setup(
+    lib: &Lib,
+    key: &Pkey,
+    init: unsafe extern "C" fn(*mut EVP_PKEY_CTX) -> c_int,
+    name: &str,
+    params: &Params,
+) -> Res<PkeyCtx> {
+    clear_errors();
+    mark_setup((|| {
+        let ctx = lib.pctx(key)?;
+        cvt(
+            unsafe { init(ctx.0) },
+            &format!("{name}_init [{}]", lib.label),
+        )?;
+        lib.expect_op(ctx.0, name);
+        ctx.set_params(params)?;
+        Ok(ctx)
+    })())
+}
+
 /// `EVP_PKEY_sign` (the input is already hashed, or raw for "none"/MD5-SHA1).
 pub fn sign(lib: &Lib, key: &Pkey, params: &Params, tbs: &[u8]) -> Res<Vec<u8>> {
-    clear_errors();
-    let ctx = lib.pctx(key)?;
+    let ctx = op_setup(lib, key, EVP_PKEY_sign_init, "EVP_PKEY_sign", params)?;
     unsafe {
-        cvt(
-            EVP_PKEY_sign_init(ctx.0),
-            &format!("EVP_PKEY_sign_init [{}]", lib.label),
-        )?;
-        lib.expect_op(ctx.0, "EVP_PKEY_sign");
-        ctx.set_params(params)?;
         let mut len = 0usize;
         cvt(
             EVP_PKEY_sign(ctx.0, ptr::null_mut(), &mut len, tbs.as_ptr(), tbs.len()),
@@ -1413,15 +1471,8 @@ pub fn sign(lib: &Lib, key: &Pkey, params: &Params, tbs: &[u8]) -> Res<Vec<u8>> 
 
 /// `EVP_PKEY_verify`; `Ok(())` only if the signature verified (return value 1).
 pub fn verify(lib: &Lib, key: &Pkey, params: &Params, tbs: &[u8], sig: &[u8]) -> Res<()> {
-    clear_errors();
-    let ctx = lib.pctx(key)?;
+    let ctx = op_setup(lib, key, EVP_PKEY_verify_init, "EVP_PKEY_verify", params)?;
     unsafe {
-        cvt(
-            EVP_PKEY_verify_init(ctx.0),
-            &format!("EVP_PKEY_verify_init [{}]", lib.label),
-        )?;
-        lib.expect_op(ctx.0, "EVP_PKEY_verify");
-        ctx.set_params(params)?;
         cvt(
             EVP_PKEY_verify(ctx.0, sig.as_ptr(), sig.len(), tbs.as_ptr(), tbs.len()),
             &format!("EVP_PKEY_verify [{}]", lib.label),
@@ -1432,15 +1483,14 @@ pub fn verify(lib: &Lib, key: &Pkey, params: &Params, tbs: &[u8], sig: &[u8]) ->
 
 /// `EVP_PKEY_verify_recover`.
 pub fn verify_recover(lib: &Lib, key: &Pkey, params: &Params, sig: &[u8]) -> Res<Vec<u8>> {
-    clear_errors();
-    let ctx = lib.pctx(key)?;
+    let ctx = op_setup(
+        lib,
+        key,
+        EVP_PKEY_verify_recover_init,
+        "EVP_PKEY_verify_recover",
+        params,
+    )?;
     unsafe {
-        cvt(
-            EVP_PKEY_verify_recover_init(ctx.0),
-            &format!("EVP_PKEY_verify_recover_init [{}]", lib.label),
-        )?;
-        lib.expect_op(ctx.0, "EVP_PKEY_verify_recover");
-        ctx.set_params(params)?;
         let mut len = 0usize;
         cvt(
             EVP_PKEY_verify_recover(ctx.0, ptr::null_mut(), &mut len, sig.as_ptr(), sig.len()),
@@ -1456,7 +1506,18 @@ pub fn verify_recover(lib: &Lib, key: &Pkey, params: &Params, sig: &[u8]) -> Res
     }
 }
 
-fn digest_init(
+/// `EVP_DigestSignInit_ex` / `EVP_DigestVerifyInit_ex` plus parameters, for streaming use.
+pub fn digest_init(
+    lib: &Lib,
+    key: &Pkey,
+    md: Option<&str>,
+    params: &Params,
+    signing: bool,
+) -> Res<MdCtx> {
+    mark_setup(digest_init_inner(lib, key, md, params, signing))
+}
+
+fn digest_init_inner(
     lib: &Lib,
     key: &Pkey,
     md: Option<&str>,
@@ -1546,15 +1607,8 @@ pub fn digest_verify(
 
 /// `EVP_PKEY_encrypt`.
 pub fn encrypt(lib: &Lib, key: &Pkey, params: &Params, pt: &[u8]) -> Res<Vec<u8>> {
-    clear_errors();
-    let ctx = lib.pctx(key)?;
+    let ctx = op_setup(lib, key, EVP_PKEY_encrypt_init, "EVP_PKEY_encrypt", params)?;
     unsafe {
-        cvt(
-            EVP_PKEY_encrypt_init(ctx.0),
-            &format!("EVP_PKEY_encrypt_init [{}]", lib.label),
-        )?;
-        lib.expect_op(ctx.0, "EVP_PKEY_encrypt");
-        ctx.set_params(params)?;
         let mut len = 0usize;
         cvt(
             EVP_PKEY_encrypt(ctx.0, ptr::null_mut(), &mut len, pt.as_ptr(), pt.len()),
@@ -1572,15 +1626,8 @@ pub fn encrypt(lib: &Lib, key: &Pkey, params: &Params, pt: &[u8]) -> Res<Vec<u8>
 
 /// `EVP_PKEY_decrypt`.
 pub fn decrypt(lib: &Lib, key: &Pkey, params: &Params, ct: &[u8]) -> Res<Vec<u8>> {
-    clear_errors();
-    let ctx = lib.pctx(key)?;
+    let ctx = op_setup(lib, key, EVP_PKEY_decrypt_init, "EVP_PKEY_decrypt", params)?;
     unsafe {
-        cvt(
-            EVP_PKEY_decrypt_init(ctx.0),
-            &format!("EVP_PKEY_decrypt_init [{}]", lib.label),
-        )?;
-        lib.expect_op(ctx.0, "EVP_PKEY_decrypt");
-        ctx.set_params(params)?;
         let mut len = 0usize;
         cvt(
             EVP_PKEY_decrypt(ctx.0, ptr::null_mut(), &mut len, ct.as_ptr(), ct.len()),
@@ -1671,6 +1718,49 @@ pub fn expect_error<T: fmt::Debug>(r: Res<T>, what: &str) -> SslError {
             );
             e
         }
+    }
+}
+
+/// Like [`expect_error`] but records the problem instead of panicking, so that a test looping
+/// over many cases reports all of them.
+pub fn check_error<T: fmt::Debug>(r: Res<T>, what: &str) -> Option<String> {
+    match r {
+        Ok(v) => {
+            let shown = format!("{v:?}");
+            let shown = if shown.len() > 80 {
+                format!("{}…", &shown[..80])
+            } else {
+                shown
+            };
+            Some(format!("{what}: expected failure, got success: {shown}"))
+        }
+        Err(e) => {
+            eprintln!("[expected failure] {what}: {e}");
+            (!e.has_reason()).then(|| {
+                format!("{what}: failed as expected but left no error with a reason string: {e}")
+            })
+        }
+    }
+}
+
+/// Collects [`check_error`] problems; panics listing all of them when finished.
+#[derive(Default)]
+pub struct Problems(pub Vec<String>);
+
+impl Problems {
+    pub fn expect_error<T: fmt::Debug>(&mut self, r: Res<T>, what: &str) {
+        if let Some(p) = check_error(r, what) {
+            self.0.push(p);
+        }
+    }
+    #[track_caller]
+    pub fn finish(self) {
+        assert!(
+            self.0.is_empty(),
+            "{} problems:\n  {}",
+            self.0.len(),
+            self.0.join("\n  ")
+        );
     }
 }
 

@@ -1,7 +1,7 @@
 //! Provider entry point, provider context and parameters, algorithm tables, teardown.
 
 use crate::error::KaeError;
-use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
+use crate::ffi::params::{desc, Params, ParamsMut, END};
 use crate::ffi::sys::*;
 use crate::ffi::{guard, Core};
 use core::ffi::{c_char, c_int, c_void, CStr};
@@ -411,29 +411,48 @@ static REASON_STRINGS: LazyLock<Table<OSSL_ITEM>> = LazyLock::new(|| {
     Table(v)
 });
 
-static PROVIDER_GETTABLE: ParamTable<4> = ParamTable([
-    desc(c"name", OSSL_PARAM_UTF8_PTR),
-    desc(c"version", OSSL_PARAM_UTF8_PTR),
-    desc(c"buildinfo", OSSL_PARAM_UTF8_PTR),
-    desc(c"status", OSSL_PARAM_INTEGER),
-]);
-static PROVIDER_GETTABLE_END: ParamTable<5> = ParamTable([
-    PROVIDER_GETTABLE.0[0],
-    PROVIDER_GETTABLE.0[1],
-    PROVIDER_GETTABLE.0[2],
-    PROVIDER_GETTABLE.0[3],
-    END,
-]);
+/// Counter parameters (read-only, unsigned 64-bit), also shown by
+/// `openssl list -providers -verbose`.
+pub const COUNTER_PARAMS: [&CStr; 12] = [
+    c"ops-private-inline",
+    c"ops-private-offloaded",
+    c"ops-public-inline",
+    c"ops-public-offloaded",
+    c"errors",
+    c"async-pauses",
+    c"spurious-resumes",
+    c"queue-full-retries",
+    c"fallbacks",
+    c"crt-faults",
+    c"queue-high-water",
+    c"in-flight",
+];
+
+static PROVIDER_GETTABLE: LazyLock<Table<OSSL_PARAM>> = LazyLock::new(|| {
+    let mut v = vec![
+        desc(c"name", OSSL_PARAM_UTF8_PTR),
+        desc(c"version", OSSL_PARAM_UTF8_PTR),
+        desc(c"buildinfo", OSSL_PARAM_UTF8_PTR),
+        desc(c"status", OSSL_PARAM_INTEGER),
+        desc(c"backend", OSSL_PARAM_UTF8_PTR),
+    ];
+    v.extend(
+        COUNTER_PARAMS
+            .iter()
+            .map(|k| desc(k, OSSL_PARAM_UNSIGNED_INTEGER)),
+    );
+    v.push(END);
+    Table(v)
+});
 
 unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
     guard(None, (), || -> Result<(), KaeError> {
         if provctx.is_null() {
             return Ok(());
         }
-        // Drop the registry's reference; objects still holding clones keep the struct alive.
-        // The default provider we loaded is not unloaded here: it belongs to the same library
-        // context, which releases it when the context is freed, and unloading it during the
-        // context's own teardown would race that teardown.
+        // Drop the registry's reference (objects still holding clones keep the struct alive),
+        // stop the pool when this was the last instance, and release our private default
+        // provider and its library context.
         let mut removed = None;
         if let Ok(mut reg) = REGISTRY.write() {
             if let Some(i) = reg.iter().position(|(k, _)| *k == provctx as usize) {
@@ -450,7 +469,7 @@ unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
 }
 
 unsafe extern "C" fn kae_gettable_params(_provctx: *mut c_void) -> *const OSSL_PARAM {
-    PROVIDER_GETTABLE_END.as_ptr()
+    std::panic::catch_unwind(|| PROVIDER_GETTABLE.0.as_ptr()).unwrap_or(core::ptr::null())
 }
 
 unsafe extern "C" fn kae_get_params(provctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
@@ -473,6 +492,30 @@ unsafe extern "C" fn kae_get_params(provctx: *mut c_void, params: *mut OSSL_PARA
             }
             if let Some(mut p) = ps.locate(c"status") {
                 p.set_int(1)?;
+            }
+            if let Some(mut p) = ps.locate(c"backend") {
+                p.set_utf8(crate::pool::backend_label())?;
+            }
+            let s = crate::stats::snapshot();
+            let pool = crate::pool::running();
+            let values: [u64; 12] = [
+                s.inline_private,
+                s.offload_private,
+                s.inline_public,
+                s.offload_public,
+                s.errors,
+                s.async_pauses,
+                s.spurious_resumes,
+                s.queue_full_retries,
+                s.fallbacks,
+                s.crt_faults,
+                pool.as_ref().map_or(0, |p| p.high_water() as u64),
+                pool.as_ref().map_or(0, |p| p.in_flight() as u64),
+            ];
+            for (key, v) in COUNTER_PARAMS.iter().zip(values) {
+                if let Some(mut p) = ps.locate(key) {
+                    p.set_u64(v)?;
+                }
             }
             Ok(1)
         },

@@ -219,6 +219,10 @@ impl ParamMut<'_> {
         // SAFETY: valid element.
         ok(unsafe { OSSL_PARAM_set_uint(self.ptr, v) })
     }
+    pub fn set_u64(&mut self, v: u64) -> KaeResult<()> {
+        // SAFETY: valid element.
+        ok(unsafe { OSSL_PARAM_set_uint64(self.ptr, v) })
+    }
     pub fn set_size_t(&mut self, v: usize) -> KaeResult<()> {
         // SAFETY: valid element.
         ok(unsafe { OSSL_PARAM_set_size_t(self.ptr, v) })

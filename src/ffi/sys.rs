@@ -464,3 +464,7 @@ extern "C" {
     ) -> c_int;
     pub fn ASYNC_WAIT_CTX_set_status(ctx: *mut ASYNC_WAIT_CTX, status: c_int) -> c_int;
 }
+
+extern "C" {
+    pub fn OSSL_PARAM_set_uint64(p: *mut OSSL_PARAM, val: u64) -> c_int;
+}

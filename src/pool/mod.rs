@@ -281,6 +281,15 @@ pub fn current() -> Option<Arc<Pool>> {
     }
 }
 
+/// What operators see as the active backend: "cpu" (inline in sync mode, CPU workers for
+/// async jobs); "hpre" once that backend exists and is selected.
+pub fn backend_label() -> &'static core::ffi::CStr {
+    match running() {
+        Some(p) if p.backend_name() == "hpre" => c"hpre",
+        _ => c"cpu",
+    }
+}
+
 /// Pool of this process if one is running (for counters; never starts one).
 pub fn running() -> Option<Arc<Pool>> {
     let p = CURRENT.load(Ordering::Acquire);
@@ -437,8 +446,13 @@ mod tests {
 
     fn key() -> Arc<RsaKey> {
         static K: OnceLock<Arc<RsaKey>> = OnceLock::new();
-        K.get_or_init(|| Arc::new(crate::rsa::ops::generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap()).unwrap()))
-            .clone()
+        K.get_or_init(|| {
+            Arc::new(
+                crate::rsa::ops::generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap())
+                    .unwrap(),
+            )
+        })
+        .clone()
     }
 
     /// Echoes the input (no arithmetic): exercises only the queue machinery.
@@ -461,7 +475,11 @@ mod tests {
 
     #[test]
     fn round_trip_through_pool() {
-        let cfg = PoolConfig { queues: 2, depth: 4, ..PoolConfig::default() };
+        let cfg = PoolConfig {
+            queues: 2,
+            depth: 4,
+            ..PoolConfig::default()
+        };
         let pool = Pool::start_cpu(&cfg, echo).unwrap();
         let k = key();
         for tag in 1..50u8 {
@@ -474,7 +492,11 @@ mod tests {
 
     #[test]
     fn real_rsa_through_pool_matches_inline() {
-        let cfg = PoolConfig { queues: 2, depth: 8, ..PoolConfig::default() };
+        let cfg = PoolConfig {
+            queues: 2,
+            depth: 8,
+            ..PoolConfig::default()
+        };
         let pool = Pool::start_cpu(&cfg, backend::compute).unwrap();
         let k = key();
         let m = input(k.size(), 9);
@@ -488,7 +510,11 @@ mod tests {
 
     #[test]
     fn depth_one_with_many_submitters_completes_everything() {
-        let cfg = PoolConfig { queues: 1, depth: 1, ..PoolConfig::default() };
+        let cfg = PoolConfig {
+            queues: 1,
+            depth: 1,
+            ..PoolConfig::default()
+        };
         let pool = Pool::start_cpu(&cfg, slow_echo).unwrap();
         let k = key();
         std::thread::scope(|s| {
@@ -499,7 +525,8 @@ mod tests {
                     for i in 0..5u8 {
                         let tag = t * 10 + i + 1;
                         let mut out = vec![0u8; k.size()];
-                        run_blocking(pool, OpKind::Private, k, &input(k.size(), tag), &mut out).unwrap();
+                        run_blocking(pool, OpKind::Private, k, &input(k.size(), tag), &mut out)
+                            .unwrap();
                         assert_eq!(out, input(k.size(), tag));
                     }
                 });
@@ -511,13 +538,22 @@ mod tests {
 
     #[test]
     fn shutdown_with_requests_in_flight_does_not_hang() {
-        let cfg = PoolConfig { queues: 1, depth: 64, ..PoolConfig::default() };
+        let cfg = PoolConfig {
+            queues: 1,
+            depth: 64,
+            ..PoolConfig::default()
+        };
         let pool = Pool::start_cpu(&cfg, slow_echo).unwrap();
         let k = key();
         let waiters: Vec<Arc<Waiter>> = (0..20)
             .map(|i| {
                 let w = Arc::new(Waiter::new(WaiterWake::Thread(std::thread::current())));
-                let req = Request::new(OpKind::Private, k.clone(), &input(k.size(), i as u8 + 1), w.clone());
+                let req = Request::new(
+                    OpKind::Private,
+                    k.clone(),
+                    &input(k.size(), i as u8 + 1),
+                    w.clone(),
+                );
                 assert!(pool.submit(req).is_ok());
                 w
             })
@@ -527,15 +563,31 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(5));
         // Every waiter got an outcome: computed, or an error for what was still queued.
         assert!(waiters.iter().all(|w| w.is_done()));
-        assert!(waiters.iter().any(|w| matches!(w.take(), Some((Err(_), _)))), "queued requests fail at shutdown");
+        assert!(
+            waiters
+                .iter()
+                .any(|w| matches!(w.take(), Some((Err(_), _)))),
+            "queued requests fail at shutdown"
+        );
         // A stopped pool refuses new work instead of accepting it into the void.
         let w = Arc::new(Waiter::new(WaiterWake::Thread(std::thread::current())));
-        assert!(pool.submit(Request::new(OpKind::Private, k.clone(), &input(k.size(), 1), w)).is_err());
+        assert!(pool
+            .submit(Request::new(
+                OpKind::Private,
+                k.clone(),
+                &input(k.size(), 1),
+                w
+            ))
+            .is_err());
     }
 
     #[test]
     fn idle_pool_threads_sleep() {
-        let cfg = PoolConfig { queues: 2, depth: 4, ..PoolConfig::default() };
+        let cfg = PoolConfig {
+            queues: 2,
+            depth: 4,
+            ..PoolConfig::default()
+        };
         let pool = Pool::start_cpu(&cfg, echo).unwrap();
         let k = key();
         let mut out = vec![0u8; k.size()];
@@ -546,7 +598,10 @@ mod tests {
             let mut ru: libc::rusage = unsafe { core::mem::zeroed() };
             // SAFETY: valid out-pointer.
             unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-            ru.ru_utime.tv_sec as f64 + ru.ru_utime.tv_usec as f64 / 1e6 + ru.ru_stime.tv_sec as f64 + ru.ru_stime.tv_usec as f64 / 1e6
+            ru.ru_utime.tv_sec as f64
+                + ru.ru_utime.tv_usec as f64 / 1e6
+                + ru.ru_stime.tv_sec as f64
+                + ru.ru_stime.tv_usec as f64 / 1e6
         };
         let before = cpu();
         std::thread::sleep(Duration::from_millis(300));

@@ -7,7 +7,7 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// How long a thread spins for new work before parking.
-fn spin_budget() -> Duration {
+pub(crate) fn spin_budget() -> Duration {
     static SPIN: OnceLock<Duration> = OnceLock::new();
     *SPIN.get_or_init(|| {
         let us = std::env::var("KAE_SPIN_US")

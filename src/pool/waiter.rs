@@ -68,8 +68,23 @@ impl Waiter {
         self.slot.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
-    /// Blocks the calling thread until the outcome is there.
+    /// Blocks the calling thread until the outcome is there (a short spin first: the round
+    /// trip through an idle pool is a few microseconds, less than a park/unpark).
     pub fn block_until_done(&self) {
+        let spin = super::sleeper::spin_budget();
+        let start = std::time::Instant::now();
+        let mut i = 0u32;
+        while start.elapsed() < spin {
+            if self.is_done() {
+                return;
+            }
+            i += 1;
+            if i % 64 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
         *self.blocked.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
         while !self.is_done() {
             std::thread::park_timeout(std::time::Duration::from_millis(10));

@@ -19,7 +19,11 @@ fn main() {
         let line = line.trim();
         if let Some(rest) = line.strip_prefix("pub const ") {
             if let Some((name, value)) = rest.split_once(": &str = ") {
-                defines.push_str(&format!("#define {} {}\n", name.trim(), value.trim_end_matches(';').trim()));
+                defines.push_str(&format!(
+                    "#define {} {}\n",
+                    name.trim(),
+                    value.trim_end_matches(';').trim()
+                ));
             }
         }
     }

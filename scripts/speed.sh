@@ -10,8 +10,10 @@
 #   ROUNDS           alternating rounds                    (default 3)
 #   ALGS             algorithms                            (default "rsa2048 rsa3072 rsa4096")
 #   KAE_PREFER       1: also set default_properties=?provider=kae for the kae
-#                    runs (needed: speed does not use -propquery for RSA, and
-#                    kae loads the default provider next to itself)  (default 1)
+#                    runs. speed ignores -propquery for RSA; with kae alone on
+#                    the command line kae serves RSA anyway (its default
+#                    provider is private), so this is a safety net that keeps
+#                    the numbers kae's if more providers get loaded  (default 1)
 #   KEEP_LOGS        1: keep the raw speed output directory
 #   NO_BUILD         1: skip `cargo build --release`
 set -euo pipefail
@@ -72,7 +74,8 @@ run_one() {
     if [[ $label == kae ]]; then prov=("${PROV_kae[@]}"); conf=$KAE_CONF; else prov=("${PROV_default[@]}"); conf="$WORK/default.cnf"; fi
     if [[ -n "$opts" ]]; then read -r -a extra <<<"$opts"; fi
     echo "  round $round/$ROUNDS  $label  $mode ${ALG_LIST[*]}" >&2
-    if ! OPENSSL_CONF=$conf "$OPENSSL" speed -mr -elapsed -seconds "$SECONDS_PER_RUN" \
+    # KAE_LOG=info: kae prints its operation counts at exit (checked below).
+    if ! KAE_LOG=info OPENSSL_CONF=$conf "$OPENSSL" speed -mr -elapsed -seconds "$SECONDS_PER_RUN" \
             "${prov[@]}" "${extra[@]}" "${ALG_LIST[@]}" >"$log" 2>"$log.err"; then
         echo "speed.sh: openssl speed failed ($label, $mode, round $round):" >&2
         cat "$log.err" >&2
@@ -83,6 +86,21 @@ run_one() {
         cat "$log" "$log.err" >&2
         exit 1
     }
+    if [[ $label == kae ]]; then
+        # "kae[pid] INFO: ... summary: private ops N ok / M failed, public ops ..."
+        local summary private_ok
+        summary=$(grep -m1 'summary: private ops' "$log.err" || true)
+        private_ok=$(sed -n 's/.*private ops \([0-9]*\) ok.*/\1/p' <<<"$summary")
+        if [[ -z "$private_ok" ]]; then
+            echo "speed.sh: warning: no kae summary line (KAE_LOG=info) in the kae run; cannot confirm kae did the work" >&2
+        elif ((private_ok == 0)); then
+            echo "speed.sh: kae performed no RSA operation in the kae run: the numbers would not be kae's" >&2
+            echo "  $summary" >&2
+            exit 1
+        else
+            echo "    ${summary#*summary: }" >&2
+        fi
+    fi
 }
 
 echo "openssl: $("$OPENSSL" version)  module: $MODDIR/kae.so" >&2

@@ -1,32 +1,43 @@
 #!/usr/bin/env bash
 # The project's one test command:
-#   1. cargo build --release        (makes target/release/libkae.so + kae.so)
+#   1. scripts/build.sh             (cargo build --release; target/release/kae.so)
 #   2. cargo test --release         (all tests; same profile, so one build)
 #   3. scripts/valgrind.sh          (short memcheck run of kae via the CLI)
-# Exits non-zero when any step fails; prints the time of each step.
+# A failing build stops here; otherwise every step runs and the script exits
+# non-zero if any of them failed. Prints the time and result of each step.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-declare -a TIMES=()
+declare -a SUMMARY=()
+failed=0
+
+# step NAME command...: run, time and record; returns the command's status.
 step() {
     local name=$1
     shift
     echo "=== $name: $*"
-    local start=$SECONDS
-    "$@"
-    TIMES+=("$(printf '%-22s %4ds' "$name" $((SECONDS - start)))")
+    local start=$SECONDS rc=0
+    "$@" || rc=$?
+    local result=ok
+    if ((rc != 0)); then
+        result="FAILED (exit $rc)"
+        failed=1
+    fi
+    SUMMARY+=("$(printf '%-12s %5ds  %s' "$name" $((SECONDS - start)) "$result")")
+    return "$rc"
 }
 
-report_times() {
-    local rc=$?
-    echo "=== timings"
-    local t
-    for t in "${TIMES[@]}"; do echo "  $t"; done
-    if ((rc != 0)); then echo "=== test.sh: FAILED (exit $rc)"; else echo "=== test.sh: all steps passed"; fi
+# shellcheck disable=SC2317  # called through the EXIT trap
+report() {
+    echo "=== summary"
+    local line
+    for line in "${SUMMARY[@]}"; do echo "  $line"; done
+    if ((failed)); then echo "=== test.sh: FAILED"; else echo "=== test.sh: all steps passed"; fi
 }
-trap report_times EXIT
+trap report EXIT
 
-step build scripts/build.sh
-step cargo-test cargo test --release --no-fail-fast
-step valgrind env NO_BUILD=1 scripts/valgrind.sh
+step build scripts/build.sh || exit 1
+step cargo-test cargo test --release --no-fail-fast || true
+step valgrind env NO_BUILD=1 scripts/valgrind.sh || true
+exit "$failed"

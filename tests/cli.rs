@@ -37,10 +37,13 @@ const CMD_TIMEOUT: Duration = Duration::from_secs(60);
 /// Time limit for a command run under `openssl speed`.
 const SPEED_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Property query that makes the CLI prefer kae's implementations. The query
-/// is optional ("?") so that what kae does not provide (key decoders, the
-/// `file:` store loader, digests) still comes from the default provider.
-const KAE_PROPQ: &str = "?provider=kae";
+/// Property query given with `-propquery` to commands run with kae: every
+/// fetch must come from kae. This works because kae re-lists what it takes
+/// from its private default provider (store loaders, decoders, digests) under
+/// `provider=kae`; if that ever changes, "?provider=kae" (prefer kae) is the
+/// fallback, as key loading in pkeyutl would then fail with "unregistered
+/// scheme ... Properties (provider=kae)".
+const KAE_PROPQ: &str = "provider=kae";
 
 fn openssl_bin() -> String {
     std::env::var("KAE_TEST_OPENSSL").unwrap_or_else(|_| "openssl".to_string())
@@ -218,6 +221,73 @@ impl Output {
     }
 }
 
+/// Operation counts from kae's teardown summary, logged on stderr with
+/// KAE_LOG=info as `... summary: private ops A ok / B failed, public ops C ok / D failed, ...`
+/// (summed over all summary lines).
+#[derive(Debug, Default, Clone, Copy)]
+struct KaeStats {
+    private_ok: u64,
+    private_failed: u64,
+    public_ok: u64,
+    public_failed: u64,
+}
+
+fn kae_stats(text: &str) -> Option<KaeStats> {
+    fn pair(line: &str, key: &str) -> Option<(u64, u64)> {
+        let rest = &line[line.find(key)? + key.len()..];
+        let mut nums = rest
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|t| !t.is_empty());
+        Some((nums.next()?.parse().ok()?, nums.next()?.parse().ok()?))
+    }
+    let mut total: Option<KaeStats> = None;
+    for line in text
+        .lines()
+        .filter(|l| l.contains("summary:") && l.contains("private ops"))
+    {
+        let (a, b) = pair(line, "private ops ")?;
+        let (c, d) = pair(line, "public ops ")?;
+        let t = total.get_or_insert_with(KaeStats::default);
+        t.private_ok += a;
+        t.private_failed += b;
+        t.public_ok += c;
+        t.public_failed += d;
+    }
+    total
+}
+
+/// Which kind of RSA operation a command must have had kae perform.
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    /// sign / decrypt
+    Private,
+    /// verify / encrypt
+    Public,
+}
+
+/// Proof that kae (not the default provider) did the RSA work of `out`.
+#[track_caller]
+fn assert_kae_did(out: &Output, op: Op) {
+    assert_kae_did_in(&out.stderr, op, &out.describe());
+}
+
+#[track_caller]
+fn assert_kae_did_in(stderr: &str, op: Op, ctx: &str) {
+    let st = kae_stats(stderr).unwrap_or_else(|| {
+        panic!(
+            "no kae summary line on stderr (KAE_LOG=info): kae not loaded, or its log format changed?\n{ctx}"
+        )
+    });
+    let (n, kind) = match op {
+        Op::Private => (st.private_ok, "private"),
+        Op::Public => (st.public_ok, "public"),
+    };
+    assert!(
+        n >= 1,
+        "kae performed no successful {kind} RSA operation ({st:?}): served by another provider?\n{ctx}"
+    );
+}
+
 fn spawn_reader<R: Read + Send + 'static>(mut r: R) -> thread::JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut buf = Vec::new();
@@ -265,7 +335,8 @@ impl Cmd {
         self.timeout = t;
         self
     }
-    /// Add the options that load kae (and default) and prefer kae.
+    /// Add the options that load kae (and default) and select kae, and ask
+    /// kae for its exit summary (see `kae_stats`).
     fn kae(self) -> Self {
         let dir = provider_dir().to_string_lossy().into_owned();
         self.args([
@@ -278,6 +349,11 @@ impl Cmd {
             "-propquery",
             KAE_PROPQ,
         ])
+        .kae_log()
+    }
+    /// KAE_LOG=info: kae logs a summary of its operation counts at teardown.
+    fn kae_log(self) -> Self {
+        self.env("KAE_LOG", "info")
     }
     /// Use a configuration file (OPENSSL_CONF) instead of the system one.
     fn conf(self, cfg: &Path) -> Self {
@@ -339,7 +415,8 @@ fn openssl(dir: &TempDir, args: &[&str]) -> Cmd {
         .current_dir(dir.path())
         .env_remove("OPENSSL_CONF")
         .env_remove("OPENSSL_MODULES")
-        .env_remove("OPENSSL_ENGINES");
+        .env_remove("OPENSSL_ENGINES")
+        .env_remove("KAE_LOG");
     Cmd {
         cmd,
         input: None,
@@ -423,7 +500,11 @@ fn verify_kae(dir: &TempDir, public: &str, dgst: &str, sig: &str, opts: &[&str])
     for o in opts {
         args.extend(["-pkeyopt", *o]);
     }
-    openssl(dir, &args).kae().run()
+    let out = openssl(dir, &args).kae().run();
+    if out.status.success() {
+        assert_kae_did(&out, Op::Public);
+    }
+    out
 }
 
 fn sign_with(
@@ -440,7 +521,11 @@ fn sign_with(
     }
     let c = openssl(dir, &args);
     let c = if use_kae { c.kae() } else { c };
-    c.run()
+    let out = c.run();
+    if use_kae && out.status.success() {
+        assert_kae_did(&out, Op::Private);
+    }
+    out
 }
 
 fn crypt_with(
@@ -461,7 +546,16 @@ fn crypt_with(
     }
     let c = openssl(dir, &args);
     let c = if use_kae { c.kae() } else { c };
-    c.run()
+    let out = c.run();
+    if use_kae && out.status.success() {
+        let op = if op == "-decrypt" {
+            Op::Private
+        } else {
+            Op::Public
+        };
+        assert_kae_did(&out, op);
+    }
+    out
 }
 
 /// Flips one bit in a copy of `src`.
@@ -595,11 +689,12 @@ fn assert_rsa2048_speed_line(out: &Output) {
     );
 }
 
-// Note: with only -provider on the command line, `openssl speed` (3.0) fetches
-// its RSA signature with no property query, and OpenSSL may pick the default
-// provider's implementation (kae loads default itself). These two tests check
-// that speed runs with kae loaded; the config variant below is the one that
-// routes the RSA operations to kae.
+// Note: `openssl speed` (3.0) fetches its RSA operations with no property
+// query (it ignores -propquery for RSA). With kae alone, kae must serve them
+// (its private default provider is not visible to the application); with kae
+// and default both loaded OpenSSL may pick either, so that test only checks
+// that speed works; the config variant (default_properties = ?provider=kae)
+// must route the RSA work to kae again.
 #[test]
 fn speed_rsa2048_kae_only() {
     let dir = TempDir::new("speed1");
@@ -617,10 +712,13 @@ fn speed_rsa2048_kae_only() {
             "rsa2048",
         ],
     )
+    .kae_log()
     .timeout(SPEED_TIMEOUT)
     .run()
     .ok();
     assert_rsa2048_speed_line(&out);
+    assert_kae_did(&out, Op::Private);
+    assert_kae_did(&out, Op::Public);
 }
 
 #[test]
@@ -656,10 +754,13 @@ fn speed_rsa2048_prefer_kae_config() {
     let cfg = write_test_config(&dir);
     let out = openssl(&dir, &["speed", "-seconds", "1", "rsa2048"])
         .conf(&cfg)
+        .kae_log()
         .timeout(SPEED_TIMEOUT)
         .run()
         .ok();
     assert_rsa2048_speed_line(&out);
+    assert_kae_did(&out, Op::Private);
+    assert_kae_did(&out, Op::Public);
 }
 
 // ---------------------------------------------------------------------------
@@ -716,11 +817,12 @@ fn dgst_sign_verify_cross() {
     for md in ["-sha256", "-sha384", "-sha512"] {
         let sig = dir.p(&format!("kae{md}.sig"));
         // (options must come before the file operand, so the file is added after .kae())
-        openssl(&dir, &["dgst", md, "-sign", &key, "-out", &sig])
+        let out = openssl(&dir, &["dgst", md, "-sign", &key, "-out", &sig])
             .kae()
             .args([&msg])
             .run()
             .ok();
+        assert_kae_did(&out, Op::Private);
         openssl(
             &dir,
             &["dgst", md, "-verify", &public, "-signature", &sig, &msg],
@@ -732,15 +834,16 @@ fn dgst_sign_verify_cross() {
         openssl(&dir, &["dgst", md, "-sign", &key, "-out", &sig_def, &msg])
             .run()
             .ok();
-        openssl(
+        let out = openssl(
             &dir,
             &["dgst", md, "-verify", &public, "-signature", &sig_def],
         )
         .kae()
         .args([&msg])
         .run()
-        .ok()
-        .stdout_has("Verified OK");
+        .ok();
+        out.stdout_has("Verified OK");
+        assert_kae_did(&out, Op::Public);
         assert!(
             read(&sig) == read(&sig_def),
             "dgst {md}: kae and default signatures differ"
@@ -943,7 +1046,13 @@ fn genpkey_with_kae() {
 /// OpenSSL 3 error lines read `<thread>:error:<code>:<library>:<function>:<reason>:<file>:<line>:<data>`.
 #[track_caller]
 fn assert_meaningful_error(out: &Output) {
-    let err = &out.stderr;
+    // Only the error lines (kae's own log lines also mention "kae").
+    let err: String = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("error"))
+        .collect::<Vec<_>>()
+        .join("\n");
     let names_kae = err.to_ascii_lowercase().contains("kae");
     let has_reason = err.lines().any(|l| {
         let f: Vec<&str> = l.split(':').collect();
@@ -999,8 +1108,10 @@ fn decrypt_garbage_fails_cleanly() {
             assert_meaningful_error(&out);
         }
     }
-    // PKCS#1 v1.5 with a wrong length must fail too (a right-length bad
-    // padding may legitimately "succeed" under implicit rejection).
+    // PKCS#1 v1.5: a ciphertext whose length is not the modulus length must be
+    // rejected (RFC 8017 7.2.2 step 1), even with implicit rejection on (which
+    // covers bad padding only; OpenSSL >= 3.2 is laxer for shorter input and
+    // reads it as a number with leading zeros). Also >= the modulus must fail.
     for name in ["short", "long", "ones"] {
         let out = crypt_with(
             &dir,
@@ -1013,6 +1124,52 @@ fn decrypt_garbage_fails_cleanly() {
         )
         .failed_cleanly();
         assert_meaningful_error(&out);
+    }
+    // A right-length ciphertext with bad PKCS#1 v1.5 padding may be answered by
+    // implicit rejection (a synthetic message, as OpenSSL >= 3.2 does) instead
+    // of an error. Either way the answer must not crash and must be deterministic.
+    for name in ["junk"] {
+        let ct = dir.p(&format!("{name}.ct"));
+        let runs: Vec<(Output, Option<Vec<u8>>)> = (0..2)
+            .map(|i| {
+                let pt = dir.p(&format!("{name}-pkcs1-{i}.pt"));
+                let out = crypt_with(
+                    &dir,
+                    true,
+                    "-decrypt",
+                    &key,
+                    &ct,
+                    &pt,
+                    &["rsa_padding_mode:pkcs1"],
+                );
+                assert!(out.status.signal().is_none(), "crashed\n{}", out.describe());
+                let data = if out.status.success() {
+                    Some(read(&pt))
+                } else {
+                    None
+                };
+                (out, data)
+            })
+            .collect();
+        let (a, b) = (&runs[0], &runs[1]);
+        assert_eq!(
+            a.0.status.code(),
+            b.0.status.code(),
+            "{name}: different outcomes\n{}\n{}",
+            a.0.describe(),
+            b.0.describe()
+        );
+        match (&a.1, &b.1) {
+            (Some(x), Some(y)) => {
+                assert!(x == y, "{name}: implicit rejection is not deterministic");
+                assert!(
+                    x.len() <= 256 - 11,
+                    "{name}: synthetic message too long ({} bytes)",
+                    x.len()
+                );
+            }
+            _ => assert_meaningful_error(&a.0),
+        }
     }
 }
 
@@ -1028,7 +1185,7 @@ fn req_x509_verify_signkey_and_ca() {
     let ca_key = dir.p("ca.key");
     let ca_pem = dir.p("ca.pem");
     // Self-signed CA made with kae preferred.
-    openssl(
+    let made = openssl(
         &dir,
         &[
             "req",
@@ -1049,8 +1206,10 @@ fn req_x509_verify_signkey_and_ca() {
         ],
     )
     .conf(&cfg)
+    .kae_log()
     .run()
     .ok();
+    assert_kae_did(&made, Op::Private);
     let text = openssl(&dir, &["x509", "-in", &ca_pem, "-noout", "-text"])
         .conf(&cfg)
         .run()
@@ -1071,15 +1230,17 @@ fn req_x509_verify_signkey_and_ca() {
 
     // x509 -signkey: re-sign the certificate with its key through kae.
     let resigned = dir.p("resigned.pem");
-    openssl(
+    let out = openssl(
         &dir,
         &[
             "x509", "-in", &ca_pem, "-signkey", &ca_key, "-days", "2", "-out", &resigned,
         ],
     )
     .conf(&cfg)
+    .kae_log()
     .run()
     .ok();
+    assert_kae_did(&out, Op::Private);
     openssl(&dir, &["verify", "-CAfile", &resigned, &resigned])
         .run()
         .ok()
@@ -1116,15 +1277,17 @@ fn req_x509_verify_signkey_and_ca() {
     openssl(&dir, &["req", "-in", &leaf_csr, "-verify", "-noout"])
         .run()
         .ok();
-    openssl(
+    let signed = openssl(
         &dir,
         &[
             "ca", "-batch", "-config", &cfg_s, "-in", &leaf_csr, "-out", &leaf_pem, "-notext",
         ],
     )
     .conf(&cfg)
+    .kae_log()
     .run()
     .ok();
+    assert_kae_did(&signed, Op::Private);
     openssl(&dir, &["verify", "-CAfile", &ca_pem, &leaf_pem])
         .run()
         .ok()
@@ -1186,6 +1349,7 @@ struct Server {
     lines: Receiver<String>,
     stdout: String,
     stderr: Arc<Mutex<String>>,
+    err_thread: Option<thread::JoinHandle<()>>,
     port: u16,
 }
 
@@ -1204,6 +1368,7 @@ impl Server {
             cmd.current_dir(dir.path())
                 .env_remove("OPENSSL_MODULES")
                 .env("OPENSSL_CONF", cfg)
+                .env("KAE_LOG", "info")
                 .args([
                     "s_server", "-accept", &accept, "-cert", "srv.pem", "-key", "srv.key",
                     "-naccept", "1",
@@ -1228,7 +1393,7 @@ impl Server {
             let stderr = Arc::new(Mutex::new(String::new()));
             let err_sink = Arc::clone(&stderr);
             let err = child.stderr.take().unwrap();
-            thread::spawn(move || {
+            let err_thread = thread::spawn(move || {
                 for line in BufReader::new(err).lines() {
                     let Ok(line) = line else { break };
                     let mut s = err_sink.lock().unwrap();
@@ -1242,6 +1407,7 @@ impl Server {
                 lines: rx,
                 stdout: String::new(),
                 stderr,
+                err_thread: Some(err_thread),
                 port,
             };
             let deadline = Instant::now() + Duration::from_secs(20);
@@ -1308,13 +1474,18 @@ impl Server {
                 }
             }
         }
-        match wait_with_deadline(&mut self.child, Duration::from_secs(10)) {
+        let status = match wait_with_deadline(&mut self.child, Duration::from_secs(10)) {
             Some(st) => st,
             None => {
                 let _ = self.child.kill();
                 panic!("s_server did not exit\n{}", self.describe());
             }
+        };
+        // The process is gone, so its stderr reaches EOF: collect all of it.
+        if let Some(t) = self.err_thread.take() {
+            let _ = t.join();
         }
+        status
     }
 }
 
@@ -1403,6 +1574,9 @@ fn tls_handshake(
         server.stdout.contains("1 server accepts that finished"),
         "server handshake not finished\n{ctx}"
     );
+    // The server's RSA work (key-exchange decryption or handshake signature) was kae's.
+    let server_err = server.stderr.lock().unwrap().clone();
+    assert_kae_did_in(&server_err, Op::Private, &ctx);
     client
 }
 

@@ -503,7 +503,7 @@ unsafe extern "C" fn kae_get_params(provctx: *mut c_void, params: *mut OSSL_PARA
                 s.offload_private,
                 s.inline_public,
                 s.offload_public,
-                s.errors,
+                s.errors(),
                 s.async_pauses,
                 s.spurious_resumes,
                 s.queue_full_retries,

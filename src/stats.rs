@@ -19,7 +19,8 @@ pub struct Counters {
     pub inline_public_ok: AtomicU64,
     pub offload_private_ok: AtomicU64,
     pub offload_public_ok: AtomicU64,
-    pub errors: AtomicU64,
+    pub private_errors: AtomicU64,
+    pub public_errors: AtomicU64,
     pub async_pauses: AtomicU64,
     pub spurious_resumes: AtomicU64,
     pub queue_full_retries: AtomicU64,
@@ -31,7 +32,8 @@ pub static COUNTERS: Counters = Counters {
     inline_public_ok: AtomicU64::new(0),
     offload_private_ok: AtomicU64::new(0),
     offload_public_ok: AtomicU64::new(0),
-    errors: AtomicU64::new(0),
+    private_errors: AtomicU64::new(0),
+    public_errors: AtomicU64::new(0),
     async_pauses: AtomicU64::new(0),
     spurious_resumes: AtomicU64::new(0),
     queue_full_retries: AtomicU64::new(0),
@@ -45,7 +47,8 @@ fn bump(c: &AtomicU64) {
 pub fn record(kind: OpKind, path: Path, ok: bool) {
     let c = &COUNTERS;
     match (ok, kind, path) {
-        (false, _, _) => bump(&c.errors),
+        (false, OpKind::Private, _) => bump(&c.private_errors),
+        (false, OpKind::Public, _) => bump(&c.public_errors),
         (true, OpKind::Private, Path::Inline) => bump(&c.inline_private_ok),
         (true, OpKind::Public, Path::Inline) => bump(&c.inline_public_ok),
         (true, OpKind::Private, Path::Offload) => bump(&c.offload_private_ok),
@@ -73,7 +76,8 @@ pub struct Snapshot {
     pub inline_public: u64,
     pub offload_private: u64,
     pub offload_public: u64,
-    pub errors: u64,
+    pub private_errors: u64,
+    pub public_errors: u64,
     pub async_pauses: u64,
     pub spurious_resumes: u64,
     pub queue_full_retries: u64,
@@ -89,7 +93,8 @@ pub fn snapshot() -> Snapshot {
         inline_public: l(&c.inline_public_ok),
         offload_private: l(&c.offload_private_ok),
         offload_public: l(&c.offload_public_ok),
-        errors: l(&c.errors),
+        private_errors: l(&c.private_errors),
+        public_errors: l(&c.public_errors),
         async_pauses: l(&c.async_pauses),
         spurious_resumes: l(&c.spurious_resumes),
         queue_full_retries: l(&c.queue_full_retries),
@@ -98,18 +103,27 @@ pub fn snapshot() -> Snapshot {
     }
 }
 
-/// One line for logs (printed at provider teardown with `KAE_LOG=info`).
+impl Snapshot {
+    pub fn errors(&self) -> u64 {
+        self.private_errors + self.public_errors
+    }
+}
+
+/// One line for logs (printed at provider teardown or process exit with `KAE_LOG=info`).
+/// Scripts and tests parse it: keep the leading `private ops N ok / M failed, public ops N ok
+/// / M failed` shape.
 pub fn summary_line() -> String {
     let s = snapshot();
     format!(
-        "kae[{}] summary: private ops {} ({} offloaded), public ops {} ({} offloaded), errors {}, async pauses {}, \
-         spurious resumes {}, queue-full retries {}, fallbacks {}, CRT faults {}",
+        "kae[{}] summary: private ops {} ok / {} failed ({} offloaded), public ops {} ok / {} failed ({} offloaded), \
+         async pauses {}, spurious resumes {}, queue-full retries {}, fallbacks {}, CRT faults {}",
         std::process::id(),
         s.inline_private + s.offload_private,
+        s.private_errors,
         s.offload_private,
         s.inline_public + s.offload_public,
+        s.public_errors,
         s.offload_public,
-        s.errors,
         s.async_pauses,
         s.spurious_resumes,
         s.queue_full_retries,

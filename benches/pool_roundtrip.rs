@@ -21,14 +21,22 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
-    let key = Arc::new(ops::generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap()).unwrap());
-    let cfg = PoolConfig { queues: 1, depth: 64, ..PoolConfig::default() };
+    let key =
+        Arc::new(ops::generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap()).unwrap());
+    let cfg = PoolConfig {
+        queues: 1,
+        depth: 64,
+        ..PoolConfig::default()
+    };
     let pool = Pool::start_cpu(&cfg, echo).unwrap();
     let mut input = vec![7u8; key.size()];
     input[0] = 0;
     let mut out = vec![0u8; key.size()];
 
-    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
     for _ in 0..1000 {
         run_blocking(&pool, OpKind::Private, &key, &input, &mut out).unwrap();
     }
@@ -48,7 +56,9 @@ fn main() {
         lat.last().unwrap().as_secs_f64() * 1e6
     );
 
-    let mut c = Criterion::default().configure_from_args().measurement_time(Duration::from_secs(3));
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .measurement_time(Duration::from_secs(3));
     c.bench_function("pool_round_trip_no_arith", |b| {
         b.iter(|| run_blocking(&pool, OpKind::Private, &key, &input, &mut out).unwrap())
     });

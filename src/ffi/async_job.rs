@@ -153,6 +153,21 @@ impl AsyncJob {
         Ok(ev)
     }
 
+    /// Consumes pending signals on our wait fd, if this wait context has one. Looks the fd up
+    /// instead of keeping a reference on the job's stack: a job the application never resumes
+    /// must not keep the fd alive.
+    pub fn drain_wait_fd(&self) {
+        let mut fd: c_int = -1;
+        let mut custom: *mut c_void = core::ptr::null_mut();
+        // SAFETY: valid wait ctx, our key, out-pointers.
+        if unsafe { ASYNC_WAIT_CTX_get_fd(self.wait_ctx, key(), &mut fd, &mut custom) } == 1
+            && !custom.is_null()
+        {
+            // SAFETY: custom is our EventFd, kept alive by the wait ctx while registered.
+            unsafe { (*(custom as *const EventFd)).drain() };
+        }
+    }
+
     pub fn set_status(&self, status: c_int) {
         // SAFETY: valid wait ctx.
         unsafe { ASYNC_WAIT_CTX_set_status(self.wait_ctx, status) };
@@ -167,5 +182,46 @@ impl AsyncJob {
         } else {
             Err(KaeError::BackendFailure)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C" {
+        fn ASYNC_WAIT_CTX_new() -> *mut ASYNC_WAIT_CTX;
+        fn ASYNC_WAIT_CTX_free(ctx: *mut ASYNC_WAIT_CTX);
+    }
+
+    fn fd_open(fd: c_int) -> bool {
+        // SAFETY: F_GETFD on any number is harmless.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+    }
+
+    #[test]
+    fn wait_fd_lives_until_the_wait_ctx_and_every_request_let_go() {
+        // SAFETY: plain constructor.
+        let ctx = unsafe { ASYNC_WAIT_CTX_new() };
+        let job = AsyncJob { wait_ctx: ctx };
+        let ev = job.wait_fd().unwrap();
+        let fd = ev.fd();
+        let again = job.wait_fd().unwrap();
+        assert_eq!(again.fd(), fd, "one fd per wait ctx, reused");
+        drop(again);
+        drop(ev);
+        assert!(fd_open(fd), "the wait ctx still holds the fd");
+        let in_flight = job.wait_fd().unwrap(); // a request still holding it
+        in_flight.signal();
+        job.drain_wait_fd();
+        // SAFETY: ctx is ours; the cleanup callback releases the ctx's reference.
+        unsafe { ASYNC_WAIT_CTX_free(ctx) };
+        assert!(
+            fd_open(fd),
+            "an in-flight request keeps the fd open after the ctx is freed"
+        );
+        in_flight.signal();
+        drop(in_flight);
+        assert!(!fd_open(fd), "closed once the last holder let go");
     }
 }

@@ -2,6 +2,12 @@
 //! and the waiting job: if the application frees the job or its connection while the request
 //! is in flight, the waiter and the request's buffers stay valid until the completion lands,
 //! and the completion only touches memory the request owns.
+//!
+//! The wake-up is attached late (`set_wake`), only once the waiter knows it must pause: an
+//! application such as HAProxy expects every wait fd it finds in the ASYNC_WAIT_CTX to have
+//! been announced by a pause (SSL_ERROR_WANT_ASYNC), so an operation that finished before
+//! pausing must not register one. The wake-up is released at completion, so a job that is
+//! never resumed does not keep the fd alive.
 
 use crate::error::KaeResult;
 use crate::ffi::async_job::JobWake;
@@ -17,46 +23,58 @@ pub enum WaiterWake {
     Thread(Thread),
 }
 
+impl WaiterWake {
+    fn fire(&self) {
+        match self {
+            WaiterWake::Job(j) => j.wake(),
+            WaiterWake::Thread(t) => t.unpark(),
+        }
+    }
+}
+
 type Outcome = (KaeResult<()>, Zeroizing<Vec<u8>>);
 
 pub struct Waiter {
     done: AtomicBool,
     slot: Mutex<Option<Outcome>>,
-    wake: WaiterWake,
-    /// A thread that fell back to blocking (see `block_until_done`).
-    blocked: Mutex<Option<Thread>>,
+    wake: Mutex<Option<WaiterWake>>,
 }
 
 impl Waiter {
-    pub fn new(wake: WaiterWake) -> Waiter {
+    pub fn new(wake: Option<WaiterWake>) -> Waiter {
         Waiter {
             done: AtomicBool::new(false),
             slot: Mutex::new(None),
-            wake,
-            blocked: Mutex::new(None),
+            wake: Mutex::new(wake),
         }
     }
 
-    /// Stores the outcome, then wakes the waiter.
+    /// Attaches the wake-up. When the outcome is already there it fires at once (the caller
+    /// is about to pause and must be resumed).
+    pub fn set_wake(&self, w: WaiterWake) {
+        let mut g = self.wake.lock().unwrap_or_else(|e| e.into_inner());
+        if self.is_done() {
+            drop(g);
+            w.fire();
+        } else {
+            *g = Some(w);
+        }
+    }
+
+    /// Stores the outcome, then wakes the waiter and releases the wake-up.
     pub fn complete(&self, result: KaeResult<()>, output: Zeroizing<Vec<u8>>) {
         *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((result, output));
         self.done.store(true, Ordering::Release);
-        self.wake();
-        if let Some(t) = self
-            .blocked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            t.unpark();
+        let w = self.wake.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(w) = w {
+            w.fire();
         }
     }
 
     /// Wakes the waiter without an outcome (e.g. a queue slot became free).
     pub fn wake(&self) {
-        match &self.wake {
-            WaiterWake::Job(j) => j.wake(),
-            WaiterWake::Thread(t) => t.unpark(),
+        if let Some(w) = self.wake.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            w.fire();
         }
     }
 
@@ -85,7 +103,7 @@ impl Waiter {
                 std::hint::spin_loop();
             }
         }
-        *self.blocked.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
+        self.set_wake(WaiterWake::Thread(std::thread::current()));
         while !self.is_done() {
             std::thread::park_timeout(std::time::Duration::from_millis(10));
         }

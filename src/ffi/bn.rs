@@ -42,6 +42,16 @@ impl BigNum {
         Ok(bn)
     }
 
+    /// A big number on the secure heap without BN_FLG_CONSTTIME: for secret *results* that are
+    /// next raised to the public exponent (the fault check), where the flag would force the
+    /// slow constant-time exponentiation although the exponent is public.
+    pub fn new_secure_unflagged() -> KaeResult<Self> {
+        // SAFETY: plain allocation; NULL is handled.
+        NonNull::new(unsafe { BN_secure_new() })
+            .map(BigNum)
+            .ok_or(KaeError::OutOfMemory)
+    }
+
     pub fn from_u64(v: u64) -> KaeResult<Self> {
         let bn = Self::new()?;
         // SAFETY: bn is a valid, owned BIGNUM.
@@ -169,6 +179,14 @@ impl BnCtx {
             .map(BnCtx)
             .ok_or(KaeError::OutOfMemory)
     }
+    /// A scratch context for public-value arithmetic (no secure heap, no cleansing on free).
+    pub fn new_public() -> KaeResult<Self> {
+        // SAFETY: plain allocation with the default library context.
+        NonNull::new(unsafe { BN_CTX_new_ex(core::ptr::null_mut()) })
+            .map(BnCtx)
+            .ok_or(KaeError::OutOfMemory)
+    }
+
     pub fn as_ptr(&self) -> *mut BN_CTX {
         self.0.as_ptr()
     }
@@ -312,6 +330,18 @@ pub mod arith {
     pub fn to_mont(r: &BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_to_montgomery(r.as_ptr(), a.as_ptr(), mont.as_ptr(), ctx.as_ptr()) })
+    }
+
+    /// Montgomery reduction: r = a·R^-1 mod m, for 0 ≤ a < m·R.
+    pub fn from_mont(r: &BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_from_montgomery(r.as_ptr(), a.as_ptr(), mont.as_ptr(), ctx.as_ptr()) })
+    }
+
+    /// r = a − b mod m for 0 ≤ a, b < m (no division).
+    pub fn mod_sub_quick(r: &BigNum, a: &BigNum, b: &BigNum, m: &BigNum) -> KaeResult<()> {
+        // SAFETY: all pointers valid.
+        cvt(unsafe { BN_mod_sub_quick(r.as_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr()) })
     }
 
     /// r = a mod m (non-negative). With BN_FLG_CONSTTIME set on an operand, libcrypto takes

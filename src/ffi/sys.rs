@@ -468,3 +468,12 @@ extern "C" {
 extern "C" {
     pub fn OSSL_PARAM_set_uint64(p: *mut OSSL_PARAM, val: u64) -> c_int;
 }
+
+extern "C" {
+    pub fn BN_mod_sub_quick(
+        r: *mut BIGNUM,
+        a: *const BIGNUM,
+        b: *const BIGNUM,
+        m: *const BIGNUM,
+    ) -> c_int;
+}

@@ -57,7 +57,15 @@ impl PssRestrictions {
 /// Precomputed Montgomery contexts for the modulus and (when present) the two primes.
 pub struct MontCache {
     pub n: MontCtx,
-    pub pq: Option<(MontCtx, MontCtx)>,
+    pub crt: Option<CrtCache>,
+}
+
+/// Per-prime Montgomery contexts and qInv in Montgomery form (qInv·R mod p), so the CRT
+/// recombination needs no division.
+pub struct CrtCache {
+    pub p: MontCtx,
+    pub q: MontCtx,
+    pub qinv_mont: BigNum,
 }
 
 /// A blinding pair kept in Montgomery form: `a = r^e · R`, `ai = r^-1 · R` (mod n).
@@ -143,15 +151,16 @@ impl RsaKey {
         let r = self.mont.get_or_init(|| {
             let ctx = BnCtx::new()?;
             let n = MontCtx::new(self.n()?, &ctx)?;
-            let pq = if self.has_crt() {
-                Some((
-                    MontCtx::new(&self.primes[0], &ctx)?,
-                    MontCtx::new(&self.primes[1], &ctx)?,
-                ))
+            let crt = if self.has_crt() {
+                let p = MontCtx::new(&self.primes[0], &ctx)?;
+                let q = MontCtx::new(&self.primes[1], &ctx)?;
+                let qinv_mont = BigNum::new_secret()?;
+                arith::to_mont(&qinv_mont, &self.coeffs[0], &p, &ctx)?;
+                Some(CrtCache { p, q, qinv_mont })
             } else {
                 None
             };
-            Ok(MontCache { n, pq })
+            Ok(MontCache { n, crt })
         });
         r.as_ref().map_err(|e| *e)
     }

@@ -8,8 +8,9 @@
 //! 4. unblind.
 
 use crate::error::{KaeError, KaeResult};
+use crate::ffi::bn::MontCtx;
 use crate::ffi::bn::{arith, BigNum, BnCtx};
-use crate::rsa::key::{Blinding, RsaKey};
+use crate::rsa::key::{Blinding, CrtCache, RsaKey};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A blinding pair is refreshed (new r) after this many uses; in between it is updated by
@@ -41,7 +42,7 @@ pub fn public_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
         return Err(KaeError::BufferTooSmall);
     }
     let x = input_below_modulus(key, input, false)?;
-    let ctx = BnCtx::new()?;
+    let ctx = BnCtx::new_public()?;
     let mont = key.mont()?;
     let r = BigNum::new()?;
     arith::mod_exp_vartime(&r, &x, key.e()?, key.n()?, &mont.n, &ctx)?;
@@ -124,10 +125,10 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     let xb = BigNum::new_secret()?;
     arith::mod_mul_mont(&xb, &x, &blinding.a, &mont.n, &ctx)?;
 
-    // 2. Exponentiate.
-    let y = BigNum::new_secret()?;
-    let used_crt = if let Some((mp, mq)) = &mont.pq {
-        crt_exp(key, &xb, &y, mp, mq, &ctx)?;
+    // 2. Exponentiate (into an unflagged number: see the fault check).
+    let y = BigNum::new_secure_unflagged()?;
+    let used_crt = if let Some(crt) = &mont.crt {
+        crt_exp(key, &xb, &y, crt, &ctx)?;
         true
     } else {
         let d = key.d.as_ref().ok_or(KaeError::MissingPrivateKey)?;
@@ -161,37 +162,39 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
 
 /// Garner's CRT recombination (RFC 8017 §5.1.2 step 2.b):
 /// m1 = c^dP mod p, m2 = c^dQ mod q, h = qInv·(m1 − m2) mod p, m = m2 + q·h.
-fn crt_exp(
-    key: &RsaKey,
-    c: &BigNum,
-    m: &BigNum,
-    mp: &crate::ffi::bn::MontCtx,
-    mq: &crate::ffi::bn::MontCtx,
-    ctx: &BnCtx,
-) -> KaeResult<()> {
+///
+/// Reductions use Montgomery conversions instead of division (c < n < p·R, so a Montgomery
+/// reduction followed by a conversion back gives c mod p in constant time), as OpenSSL does.
+fn crt_exp(key: &RsaKey, c: &BigNum, m: &BigNum, crt: &CrtCache, ctx: &BnCtx) -> KaeResult<()> {
     let (p, q) = (&key.primes[0], &key.primes[1]);
     let (dp, dq) = (&key.exps[0], &key.exps[1]);
-    let qinv = &key.coeffs[0];
+    let reduce = |r: &BigNum, x: &BigNum, mont: &MontCtx| -> KaeResult<()> {
+        arith::from_mont(r, x, mont, ctx)?;
+        arith::to_mont(r, r, mont, ctx)
+    };
     let cp = BigNum::new_secret()?;
     let cq = BigNum::new_secret()?;
-    arith::nnmod(&cp, c, p, ctx)?;
-    arith::nnmod(&cq, c, q, ctx)?;
+    reduce(&cp, c, &crt.p)?;
+    reduce(&cq, c, &crt.q)?;
     let m1 = BigNum::new_secret()?;
     let m2 = BigNum::new_secret()?;
     if p.num_bits() == q.num_bits() {
         // One call for both halves: libcrypto runs them side by side (AVX-512 IFMA when the
         // CPU has it and the size is supported, two plain consttime exponentiations otherwise).
-        arith::mod_exp_consttime_x2(&m1, &cp, dp, p, mp, &m2, &cq, dq, q, mq, ctx)?;
+        arith::mod_exp_consttime_x2(&m1, &cp, dp, p, &crt.p, &m2, &cq, dq, q, &crt.q, ctx)?;
     } else {
-        arith::mod_exp_consttime(&m1, &cp, dp, p, mp, ctx)?;
-        arith::mod_exp_consttime(&m2, &cq, dq, q, mq, ctx)?;
+        arith::mod_exp_consttime(&m1, &cp, dp, p, &crt.p, ctx)?;
+        arith::mod_exp_consttime(&m2, &cq, dq, q, &crt.q, ctx)?;
     }
+    // h = (m1 − (m2 mod p)) · qInv mod p; m2 < q may exceed p when q > p, so reduce it first.
+    let m2p = BigNum::new_secret()?;
+    reduce(&m2p, &m2, &crt.p)?;
     let h = BigNum::new_secret()?;
-    arith::mod_sub(&h, &m1, &m2, p, ctx)?;
-    let t = BigNum::new_secret()?;
-    arith::mod_mul(&t, &h, qinv, p, ctx)?;
+    arith::mod_sub_quick(&h, &m1, &m2p, p)?;
+    arith::mod_mul_mont(&h, &h, &crt.qinv_mont, &crt.p, ctx)?;
+    // m = m2 + q·h  (< n: h ≤ p−1, m2 ≤ q−1)
     let qh = BigNum::new_secret()?;
-    arith::mul(&qh, &t, q, ctx)?;
+    arith::mul(&qh, &h, q, ctx)?;
     arith::add(m, &qh, &m2)
 }
 

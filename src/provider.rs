@@ -411,22 +411,16 @@ static REASON_STRINGS: LazyLock<Table<OSSL_ITEM>> = LazyLock::new(|| {
     Table(v)
 });
 
-/// Counter parameters (read-only, unsigned 64-bit), also shown by
-/// `openssl list -providers -verbose`.
-pub const COUNTER_PARAMS: [&CStr; 12] = [
-    c"ops-private-inline",
-    c"ops-private-offloaded",
-    c"ops-public-inline",
-    c"ops-public-offloaded",
-    c"errors",
-    c"async-pauses",
-    c"spurious-resumes",
-    c"queue-full-retries",
-    c"fallbacks",
-    c"crt-faults",
-    c"queue-high-water",
-    c"in-flight",
-];
+/// Counter parameters (read-only, unsigned 64-bit): every slot of `stats::NAMES` plus their
+/// error sum, listed by `openssl list -providers -verbose`.
+static COUNTER_PARAMS: LazyLock<Vec<CString>> = LazyLock::new(|| {
+    let mut v: Vec<CString> = crate::stats::NAMES
+        .iter()
+        .map(|n| CString::new(*n).unwrap_or_default())
+        .collect();
+    v.push(c"errors".to_owned());
+    v
+});
 
 static PROVIDER_GETTABLE: LazyLock<Table<OSSL_PARAM>> = LazyLock::new(|| {
     let mut v = vec![
@@ -497,21 +491,8 @@ unsafe extern "C" fn kae_get_params(provctx: *mut c_void, params: *mut OSSL_PARA
                 p.set_utf8(crate::pool::backend_label())?;
             }
             let s = crate::stats::snapshot();
-            let pool = crate::pool::running();
-            let values: [u64; 12] = [
-                s.inline_private,
-                s.offload_private,
-                s.inline_public,
-                s.offload_public,
-                s.errors(),
-                s.async_pauses,
-                s.spurious_resumes,
-                s.queue_full_retries,
-                s.fallbacks,
-                s.crt_faults,
-                pool.as_ref().map_or(0, |p| p.high_water() as u64),
-                pool.as_ref().map_or(0, |p| p.in_flight() as u64),
-            ];
+            let mut values: Vec<u64> = s.0.to_vec();
+            values.push(s.errors());
             for (key, v) in COUNTER_PARAMS.iter().zip(values) {
                 if let Some(mut p) = ps.locate(key) {
                     p.set_u64(v)?;
@@ -645,7 +626,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 return Err(KaeError::NullParameter.into());
             }
             crate::logging::init();
-            crate::stats::log_summary_at_exit();
+            crate::stats::publish("cpu");
             let config = Config::from_core(&core)?;
             // The pool itself starts lazily on first use (no thread is created here).
             crate::pool::configure(config.pool.clone());

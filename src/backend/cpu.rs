@@ -110,9 +110,11 @@ fn worker_loop(s: &Shared, idx: usize) {
                 (s.compute)(r);
             }
         }
+        // Out of flight before the waiters wake: whoever they wake sees consistent counts.
         let n = batch.len();
-        s.completer.complete_all(&mut batch);
         s.in_flight.fetch_sub(n, Ordering::AcqRel);
+        crate::stats::in_flight_sub(n);
+        s.completer.complete_all(&mut batch);
     }
 }
 
@@ -141,6 +143,8 @@ impl Backend for CpuBackend {
             drop(items);
             s.in_flight.fetch_add(1, Ordering::AcqRel);
             s.high_water.fetch_max(len, Ordering::Relaxed);
+            crate::stats::note_queue_depth(len);
+            crate::stats::in_flight_add(1);
             q.worker.wake();
             return Ok(());
         }
@@ -176,8 +180,9 @@ impl Backend for CpuBackend {
             r.result = Err(crate::error::KaeError::BackendFailure);
         }
         let n = rest.len();
-        self.shared.completer.complete_all(&mut rest);
         self.shared.in_flight.fetch_sub(n, Ordering::AcqRel);
+        crate::stats::in_flight_sub(n);
+        self.shared.completer.complete_all(&mut rest);
     }
 
     fn high_water(&self) -> usize {

@@ -11,16 +11,12 @@ use crate::error::{KaeError, KaeResult};
 use crate::ffi::bn::MontCtx;
 use crate::ffi::bn::{arith, BigNum, BnCtx};
 use crate::rsa::key::{Blinding, CrtCache, RsaKey};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A blinding pair is refreshed (new r) after this many uses; in between it is updated by
 /// squaring, which is much cheaper than an inversion.
 const BLINDING_MAX_USES: u32 = 32;
 /// Blinding pairs kept per key (one per concurrently signing thread is enough).
 const BLINDING_POOL: usize = 16;
-
-/// Faults detected by the CRT verification (exposed to counters/tests).
-pub static CRT_FAULTS: AtomicU64 = AtomicU64::new(0);
 
 /// Converts the big-endian input to a number and checks it is below the modulus.
 fn input_below_modulus(key: &RsaKey, input: &[u8], secret: bool) -> KaeResult<BigNum> {
@@ -140,7 +136,7 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     let check = BigNum::new()?;
     arith::mod_exp_vartime(&check, &y, e, n, &mont.n, &ctx)?;
     if !arith::eq_consttime(&check, &xb, key.size())? {
-        CRT_FAULTS.fetch_add(1, Ordering::Relaxed);
+        crate::stats::note_crt_fault();
         log::warn!(
             "kae: RSA {} result failed verification; recomputing without CRT",
             if used_crt { "CRT" } else { "plain" }
@@ -351,16 +347,14 @@ mod tests {
         let mut want = vec![0u8; good.size()];
         let mut got = vec![0u8; good.size()];
         private_op(good, &m, &mut want).unwrap();
-        let before = CRT_FAULTS.load(Ordering::Relaxed);
+        let faults = || crate::stats::snapshot().get(crate::stats::idx::CRT_FAULTS);
+        let before = faults();
         private_op(&bad, &m, &mut got).unwrap();
         assert_eq!(
             got, want,
             "fallback result must equal the correct signature"
         );
-        assert!(
-            CRT_FAULTS.load(Ordering::Relaxed) > before,
-            "fault counter must rise"
-        );
+        assert!(faults() > before, "fault counter must rise");
         assert!(
             bad.validate(true, true, true).is_err(),
             "validation must reject the corrupted key"

@@ -1,0 +1,235 @@
+//! kae-stat: live counters of every process that has kae loaded.
+//!
+//!   kae-stat              one table (one row per process, then the total)
+//!   kae-stat -i 1         every second, like watch (Ctrl-C to stop); -n COUNT bounds it
+//!   kae-stat --json       one JSON line per snapshot
+//!
+//! Each kae process publishes a page `kae-stats.<pid>` under /dev/shm (or $KAE_STATS_DIR).
+//! Pages of processes that are gone (dead pid, or a pid reused by another process) are not
+//! shown and are removed.
+
+use kae::stats::{idx, parse_page, stats_dir, Snapshot, FILE_PREFIX, NAMES};
+use std::time::Duration;
+
+struct Proc {
+    pid: u32,
+    comm: String,
+    backend: String,
+    counters: Snapshot,
+}
+
+/// Start time (clock ticks since boot) of a live process, None if it does not exist.
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+fn collect() -> Vec<Proc> {
+    let dir = stats_dir();
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid_str) = name.to_str().and_then(|n| n.strip_prefix(FILE_PREFIX)) else {
+            continue;
+        };
+        let Ok(pid) = pid_str.parse::<u32>() else {
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(e.path()) else {
+            continue;
+        };
+        let Some((page_pid, page_start, backend, counters)) = parse_page(&bytes) else {
+            continue;
+        };
+        let alive = match start_ticks(pid) {
+            None => false,
+            // 0 = published right after fork, start time not recorded: trust the pid.
+            Some(t) => page_pid == pid && (page_start == 0 || page_start == t),
+        };
+        if !alive {
+            // Left behind by a process killed before it could clean up.
+            let _ = std::fs::remove_file(e.path());
+            continue;
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        out.push(Proc {
+            pid,
+            comm,
+            backend,
+            counters,
+        });
+    }
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+fn total(procs: &[Proc]) -> Snapshot {
+    let mut t = [0u64; idx::COUNT];
+    for p in procs {
+        for (i, v) in t.iter_mut().enumerate() {
+            // High-water marks do not add up: report the largest.
+            if i == idx::QUEUE_HIGH_WATER {
+                *v = (*v).max(p.counters.get(i));
+            } else {
+                *v += p.counters.get(i);
+            }
+        }
+    }
+    Snapshot(t)
+}
+
+fn json_counters(s: &Snapshot) -> String {
+    NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("\"{}\":{}", n.replace('-', "_"), s.get(i)))
+        .chain(std::iter::once(format!("\"errors\":{}", s.errors())))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn print_json(procs: &[Proc]) {
+    let list: Vec<String> = procs
+        .iter()
+        .map(|p| {
+            format!(
+                "{{\"pid\":{},\"comm\":\"{}\",\"backend\":\"{}\",{}}}",
+                p.pid,
+                p.comm.replace(['"', '\\'], "_"),
+                p.backend,
+                json_counters(&p.counters)
+            )
+        })
+        .collect();
+    println!(
+        "{{\"kae_stat\":1,\"processes\":[{}],\"total\":{{{}}}}}",
+        list.join(","),
+        json_counters(&total(procs))
+    );
+}
+
+fn print_table(procs: &[Proc]) {
+    if procs.is_empty() {
+        println!(
+            "no process has kae loaded (looked in {})",
+            stats_dir().display()
+        );
+        return;
+    }
+    println!(
+        "{:>8} {:<15} {:<7} {:>10} {:>10} {:>10} {:>7} {:>10} {:>8} {:>8} {:>6} {:>5} {:>6}",
+        "PID",
+        "COMMAND",
+        "BACKEND",
+        "PRIV-INL",
+        "PRIV-OFFL",
+        "PUBLIC",
+        "ERRORS",
+        "PAUSES",
+        "QFULL",
+        "FALLBK",
+        "FAULTS",
+        "HIWAT",
+        "INFLT"
+    );
+    let row = |pid: &str, comm: &str, backend: &str, s: &Snapshot| {
+        println!(
+            "{:>8} {:<15} {:<7} {:>10} {:>10} {:>10} {:>7} {:>10} {:>8} {:>8} {:>6} {:>5} {:>6}",
+            pid,
+            comm,
+            backend,
+            s.get(idx::PRIVATE_INLINE),
+            s.get(idx::PRIVATE_OFFLOADED),
+            s.public_ok(),
+            s.errors(),
+            s.get(idx::ASYNC_PAUSES),
+            s.get(idx::QUEUE_FULL_RETRIES),
+            s.get(idx::FALLBACKS),
+            s.get(idx::CRT_FAULTS),
+            s.get(idx::QUEUE_HIGH_WATER),
+            s.get(idx::IN_FLIGHT)
+        )
+    };
+    for p in procs {
+        row(&p.pid.to_string(), &p.comm, &p.backend, &p.counters);
+    }
+    row(
+        "TOTAL",
+        &format!("{} processes", procs.len()),
+        "",
+        &total(procs),
+    );
+}
+
+fn usage() -> ! {
+    eprintln!("usage: kae-stat [--json] [-i SECONDS [-n COUNT]]");
+    std::process::exit(2);
+}
+
+fn main() {
+    let mut json = false;
+    let mut interval: Option<f64> = None;
+    let mut count: Option<u64> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--json" => json = true,
+            "-i" | "--interval" => {
+                interval = Some(
+                    args.next()
+                        .and_then(|v| v.parse().ok())
+                        .filter(|v: &f64| *v > 0.0)
+                        .unwrap_or_else(|| usage()),
+                )
+            }
+            "-n" | "--count" => {
+                count = Some(
+                    args.next()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or_else(|| usage()),
+                )
+            }
+            "-h" | "--help" => {
+                println!("usage: kae-stat [--json] [-i SECONDS [-n COUNT]]\nShows kae's counters for every process that has kae loaded.");
+                return;
+            }
+            _ => usage(),
+        }
+    }
+    let mut n = 0u64;
+    loop {
+        let procs = collect();
+        if json {
+            print_json(&procs);
+        } else {
+            if interval.is_some() {
+                println!(
+                    "--- {}",
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs())
+                        .unwrap_or(0)
+                );
+            }
+            print_table(&procs);
+        }
+        n += 1;
+        match interval {
+            Some(secs) if count.map_or(true, |c| n < c) => {
+                std::thread::sleep(Duration::from_secs_f64(secs))
+            }
+            _ => break,
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! kae-stat against real processes: per-process pages appear while kae runs (forked children
+//! included), counters rise, pages vanish at exit, and pages of killed processes are neither
+//! shown nor left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn module_dir(tmp: &Path) -> PathBuf {
+    // openssl's -provider-path needs a kae.so; link it to the freshly built library.
+    let t = target_dir();
+    let lib = [t.join("deps/libkae.so"), t.join("libkae.so")]
+        .into_iter()
+        .find(|p| p.exists())
+        .expect("libkae.so");
+    let d = tmp.join("mod");
+    std::fs::create_dir_all(&d).unwrap();
+    let _ = std::os::unix::fs::symlink(lib, d.join("kae.so"));
+    d
+}
+
+fn kae_stat(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kae-stat"))
+        .env("KAE_STATS_DIR", dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kae-stat failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kae-stat-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// (pid, private ops offloaded + inline) of each process in a --json snapshot.
+fn procs(json: &str) -> Vec<(u32, u64)> {
+    let mut out = Vec::new();
+    let Some(list) = json.split("\"processes\":[").nth(1) else {
+        return out;
+    };
+    let list = list.split("],\"total\"").next().unwrap();
+    for obj in list.split("},{") {
+        let num = |key: &str| -> u64 {
+            let k = format!("\"{key}\":");
+            obj.split(&k)
+                .nth(1)
+                .map(|r| {
+                    r.chars()
+                        .take_while(|c| c.is_ascii_digit())
+                        .collect::<String>()
+                        .parse()
+                        .unwrap()
+                })
+                .unwrap_or(0)
+        };
+        if obj.contains("\"pid\":") {
+            out.push((
+                num("pid") as u32,
+                num("ops_private_inline") + num("ops_private_offloaded"),
+            ));
+        }
+    }
+    out
+}
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn speed(dir: &Path, moddir: &Path, extra: &[&str]) -> Kill {
+    Kill(
+        Command::new("openssl")
+            .env("KAE_STATS_DIR", dir)
+            .env("OPENSSL_CONF", "/dev/null")
+            .args(["speed", "-provider-path"])
+            .arg(moddir)
+            .args(["-provider", "kae", "-seconds", "4"])
+            .args(extra)
+            .arg("rsa2048")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn no_process_says_so() {
+    let dir = tmpdir("empty");
+    assert!(kae_stat(&dir, &[]).contains("no process has kae loaded"));
+    assert!(procs(&kae_stat(&dir, &["--json"])).is_empty());
+}
+
+#[test]
+fn forked_children_publish_their_own_counters_and_clean_up() {
+    let dir = tmpdir("multi");
+    let moddir = module_dir(&dir);
+    let mut child = speed(&dir, &moddir, &["-multi", "2", "-async_jobs", "4"]);
+    // Parent and both children have kae loaded; the children do the signing.
+    wait_for("two signing processes", Duration::from_secs(20), || {
+        procs(&kae_stat(&dir, &["--json"]))
+            .iter()
+            .filter(|p| p.1 > 0)
+            .count()
+            >= 2
+    });
+    let first = procs(&kae_stat(&dir, &["--json"]));
+    std::thread::sleep(Duration::from_millis(700));
+    let second = procs(&kae_stat(&dir, &["--json"]));
+    let rising = second
+        .iter()
+        .filter(|(pid, n)| first.iter().any(|(p, m)| p == pid && n > m))
+        .count();
+    assert!(
+        rising >= 2,
+        "counters of both children rise: {first:?} → {second:?}"
+    );
+    let pids: std::collections::HashSet<u32> = second.iter().map(|p| p.0).collect();
+    assert_eq!(pids.len(), second.len(), "one row per process");
+    let table = kae_stat(&dir, &[]);
+    assert!(
+        table.contains("TOTAL") && table.contains("openssl"),
+        "{table}"
+    );
+    let status = child.0.wait().unwrap();
+    assert!(status.success());
+    wait_for("pages removed at exit", Duration::from_secs(10), || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().starts_with("kae-stats."))
+    });
+    assert!(kae_stat(&dir, &[]).contains("no process has kae loaded"));
+}
+
+#[test]
+fn killed_process_is_not_shown_and_its_page_is_removed() {
+    let dir = tmpdir("killed");
+    let moddir = module_dir(&dir);
+    let mut child = speed(&dir, &moddir, &["-async_jobs", "2"]);
+    let pid = child.0.id();
+    wait_for("the process to publish", Duration::from_secs(20), || {
+        procs(&kae_stat(&dir, &["--json"]))
+            .iter()
+            .any(|p| p.0 == pid)
+    });
+    child.0.kill().unwrap(); // SIGKILL: no exit handler runs
+    child.0.wait().unwrap();
+    let page = dir.join(format!("kae-stats.{pid}"));
+    assert!(page.exists(), "a SIGKILLed process cannot remove its page");
+    assert!(
+        !procs(&kae_stat(&dir, &["--json"]))
+            .iter()
+            .any(|p| p.0 == pid),
+        "dead pid not shown"
+    );
+    assert!(!page.exists(), "kae-stat removes the stale page");
+}
+
+#[test]
+fn page_of_a_recycled_pid_is_not_shown() {
+    let dir = tmpdir("recycled");
+    // A well-formed page claiming to be our own (live) pid but with another start time.
+    let mut bytes = vec![0u8; 256];
+    bytes[..8].copy_from_slice(b"KAESTAT\0");
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let pid = std::process::id();
+    bytes[12..16].copy_from_slice(&pid.to_le_bytes());
+    bytes[16..24].copy_from_slice(&1u64.to_le_bytes()); // not our start time
+    std::fs::write(dir.join(format!("kae-stats.{pid}")), &bytes).unwrap();
+    assert!(procs(&kae_stat(&dir, &["--json"])).is_empty());
+    assert!(!dir.join(format!("kae-stats.{pid}")).exists());
+}

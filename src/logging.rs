@@ -1,44 +1,161 @@
-//! Minimal logger: `KAE_LOG=error|warn|info|debug|trace` enables messages on stderr.
-//! (The operators' issue extends this with syslog/file destinations and config keys.)
+//! kae's logger for the `log` crate: level and destination from the provider config
+//! (`log-level`, `log-target`) or the environment (`KAE_LOG`, `KAE_LOG_TARGET`, which win).
+//!
+//! Targets: `stderr` (default), `syslog` (facility daemon, ident `kae`), `file:/path` (appended).
+//! Off by default: a provider must not write into its host's output unless asked to.
 
-use log::{LevelFilter, Log, Metadata, Record};
-use std::sync::Once;
+use log::{Level, LevelFilter, Log, Metadata, Record};
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Mutex, Once, OnceLock};
+use std::time::{Duration, Instant};
 
-struct StderrLogger;
+enum Target {
+    Stderr,
+    Syslog,
+    File(Mutex<std::fs::File>),
+}
 
-impl Log for StderrLogger {
+struct KaeLogger {
+    target: OnceLock<Target>,
+}
+
+impl KaeLogger {
+    fn target(&self) -> &Target {
+        self.target.get_or_init(|| Target::Stderr)
+    }
+}
+
+impl Log for KaeLogger {
     fn enabled(&self, m: &Metadata) -> bool {
         m.level() <= log::max_level()
     }
+
     fn log(&self, r: &Record) {
-        if self.enabled(r.metadata()) {
-            eprintln!("kae[{}] {}: {}", std::process::id(), r.level(), r.args());
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let pid = std::process::id();
+        match self.target() {
+            Target::Stderr => eprintln!("kae[{pid}] {}: {}", r.level(), r.args()),
+            Target::File(f) => {
+                if let Ok(mut f) = f.lock() {
+                    let _ = writeln!(f, "kae[{pid}] {}: {}", r.level(), r.args());
+                }
+            }
+            Target::Syslog => {
+                let prio = match r.level() {
+                    Level::Error => libc::LOG_ERR,
+                    Level::Warn => libc::LOG_WARNING,
+                    Level::Info => libc::LOG_INFO,
+                    Level::Debug | Level::Trace => libc::LOG_DEBUG,
+                };
+                if let Ok(msg) = std::ffi::CString::new(format!("{}", r.args()).replace('\0', " "))
+                {
+                    // SAFETY: constant format string with one C string argument.
+                    unsafe { libc::syslog(prio, c"%s".as_ptr(), msg.as_ptr()) };
+                }
+            }
         }
     }
+
     fn flush(&self) {}
 }
 
-static LOGGER: StderrLogger = StderrLogger;
-static INIT: Once = Once::new();
+static LOGGER: KaeLogger = KaeLogger {
+    target: OnceLock::new(),
+};
+static INSTALLED: Once = Once::new();
 
+pub fn parse_level(s: &str) -> Option<LevelFilter> {
+    Some(match s.trim().to_ascii_lowercase().as_str() {
+        "off" | "none" => LevelFilter::Off,
+        "error" => LevelFilter::Error,
+        "warn" | "warning" => LevelFilter::Warn,
+        "info" => LevelFilter::Info,
+        "debug" => LevelFilter::Debug,
+        "trace" => LevelFilter::Trace,
+        _ => return None,
+    })
+}
+
+/// Installs the logger (once per process) with the environment's level, so even init
+/// problems can be logged. `configure` applies the provider config afterwards.
 pub fn init() {
-    INIT.call_once(|| {
-        let level = match std::env::var("KAE_LOG")
+    INSTALLED.call_once(|| {
+        let level = std::env::var("KAE_LOG")
             .ok()
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("error") => LevelFilter::Error,
-            Some("warn") => LevelFilter::Warn,
-            Some("info") => LevelFilter::Info,
-            Some("debug") => LevelFilter::Debug,
-            Some("trace") => LevelFilter::Trace,
-            _ => LevelFilter::Off,
-        };
+            .and_then(|v| parse_level(&v))
+            .unwrap_or(LevelFilter::Off);
         // Another logger may already be installed by a Rust host application: keep theirs.
         if log::set_logger(&LOGGER).is_ok() {
             log::set_max_level(level);
         }
     });
+}
+
+/// Applies `log-level` / `log-target` from the provider config; the environment wins.
+/// Returns an error text for an unusable target.
+pub fn configure(level: Option<&str>, target: Option<&str>) -> Result<(), String> {
+    init();
+    let env_level = std::env::var("KAE_LOG").ok();
+    if let Some(l) = env_level.as_deref().or(level) {
+        let lf = parse_level(l).ok_or_else(|| format!("log-level={l}"))?;
+        log::set_max_level(lf);
+    }
+    let env_target = std::env::var("KAE_LOG_TARGET").ok();
+    if let Some(t) = env_target.as_deref().or(target) {
+        let t = t.trim();
+        let chosen = if t.eq_ignore_ascii_case("stderr") {
+            Target::Stderr
+        } else if t.eq_ignore_ascii_case("syslog") {
+            // SAFETY: static ident string; openlog keeps the pointer.
+            unsafe { libc::openlog(c"kae".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
+            Target::Syslog
+        } else if let Some(path) = t.strip_prefix("file:") {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("log-target={t}: {e}"))?;
+            Target::File(Mutex::new(f))
+        } else {
+            return Err(format!("log-target={t} (stderr, syslog or file:/path)"));
+        };
+        // First configuration wins (the logger is per process).
+        let _ = LOGGER.target.set(chosen);
+    }
+    Ok(())
+}
+
+/// Warnings that could repeat on every operation (fallbacks) are logged at most once per
+/// `WINDOW` per key, with the count of the ones suppressed in between.
+const WINDOW: Duration = Duration::from_secs(10);
+
+pub fn warn_rate_limited(key: &'static str, msg: std::fmt::Arguments<'_>) {
+    if !log::log_enabled!(Level::Warn) {
+        return;
+    }
+    static LAST: Mutex<Option<HashMap<&'static str, (Instant, u64)>>> = Mutex::new(None);
+    let mut g = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    let map = g.get_or_insert_with(HashMap::new);
+    let now = Instant::now();
+    match map.get_mut(key) {
+        Some((last, suppressed)) if now.duration_since(*last) < WINDOW => *suppressed += 1,
+        Some((last, suppressed)) => {
+            let n = std::mem::take(suppressed);
+            *last = now;
+            drop(g);
+            if n > 0 {
+                log::warn!("{msg} ({n} similar warnings suppressed)");
+            } else {
+                log::warn!("{msg}");
+            }
+        }
+        None => {
+            map.insert(key, (now, 0));
+            drop(g);
+            log::warn!("{msg}");
+        }
+    }
 }

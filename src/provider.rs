@@ -39,6 +39,9 @@ pub struct Config {
     pub load_default: bool,
     /// Queue pool settings (`backend`, `queues`, `queue-depth`, `async`).
     pub pool: crate::pool::PoolConfig,
+    /// `log-level` and `log-target` (see `logging`).
+    pub log_level: Option<String>,
+    pub log_target: Option<String>,
 }
 
 impl Default for Config {
@@ -46,6 +49,8 @@ impl Default for Config {
         Config {
             load_default: true,
             pool: crate::pool::PoolConfig::default(),
+            log_level: None,
+            log_target: None,
         }
     }
 }
@@ -59,7 +64,9 @@ fn parse_bool(v: &str) -> Option<bool> {
 }
 
 /// Config keys of the provider section and the environment variables that override them.
-const CONFIG_KEYS: [(&CStr, &str); 5] = [
+const CONFIG_KEYS: [(&CStr, &str); 7] = [
+    (c"log-level", "KAE_LOG"),
+    (c"log-target", "KAE_LOG_TARGET"),
     (c"load-default", "KAE_LOAD_DEFAULT"),
     (c"backend", "KAE_BACKEND"),
     (c"queues", "KAE_QUEUES"),
@@ -127,6 +134,8 @@ impl Config {
                         .ok_or_else(bad)?
                 }
                 "async" => cfg.pool.async_enabled = parse_bool(&v).ok_or_else(bad)?,
+                "log-level" => cfg.log_level = Some(v.clone()),
+                "log-target" => cfg.log_target = Some(v.clone()),
                 _ => {}
             }
         }
@@ -628,6 +637,8 @@ pub unsafe extern "C" fn OSSL_provider_init(
             crate::logging::init();
             crate::stats::publish("cpu");
             let config = Config::from_core(&core)?;
+            crate::logging::configure(config.log_level.as_deref(), config.log_target.as_deref())
+                .map_err(|d| crate::ffi::core::Failure::with(KaeError::InvalidParam, d))?;
             // The pool itself starts lazily on first use (no thread is created here).
             crate::pool::configure(config.pool.clone());
             let libctx = core.libctx();
@@ -670,14 +681,16 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 default_libctx,
                 proxied: Mutex::new(HashMap::new()),
             });
+            let pc = &ctx.config.pool;
             log::info!(
-                "kae {}: initialised (backend cpu, default provider {})",
+                "kae {}: backend {} ({}); pool {} queues x depth {}, async offload {} (threads start at first async use); default provider {}",
                 env!("CARGO_PKG_VERSION"),
-                if ctx.config.load_default {
-                    "loaded privately and re-listed"
-                } else {
-                    "not loaded"
-                }
+                crate::pool::chosen_backend(pc.backend).0,
+                crate::pool::chosen_backend(pc.backend).1,
+                pc.queues,
+                pc.depth,
+                if pc.async_enabled { "on" } else { "off" },
+                if ctx.config.load_default { "loaded privately and re-listed" } else { "not loaded (load-default = no)" }
             );
             // SAFETY: out and provctx are valid out-pointers (checked above).
             unsafe {

@@ -303,7 +303,13 @@ pub fn current() -> Option<Arc<Pool>> {
     let cfg = config();
     if cfg.backend == BackendChoice::Hpre {
         stats::note_fallback();
-        log::warn!("kae: backend=hpre requested but the HPRE backend is not available in this build; using the CPU");
+        crate::logging::warn_rate_limited(
+            "hpre-missing",
+            format_args!(
+                "kae: backend=hpre requested but {}; using the CPU",
+                chosen_backend(cfg.backend).1
+            ),
+        );
     }
     match Pool::start_cpu(&cfg, backend::compute) {
         Ok(pool) => {
@@ -317,9 +323,24 @@ pub fn current() -> Option<Arc<Pool>> {
             Some(pool)
         }
         Err(e) => {
-            log::warn!("kae: could not start the queue pool ({e}); computing inline");
+            crate::logging::warn_rate_limited(
+                "pool-start",
+                format_args!("kae: could not start the queue pool ({e}); computing inline"),
+            );
             None
         }
+    }
+}
+
+/// The backend a configuration selects, and why (for the start-up log line).
+pub fn chosen_backend(choice: BackendChoice) -> (&'static str, &'static str) {
+    match choice {
+        BackendChoice::Cpu => ("cpu", "configured"),
+        BackendChoice::Auto => ("cpu", "auto: this build has no HPRE backend"),
+        BackendChoice::Hpre => (
+            "cpu",
+            "hpre requested, but this build has no HPRE backend: falling back to the CPU",
+        ),
     }
 }
 

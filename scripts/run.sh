@@ -4,7 +4,7 @@
 # it, and print `openssl speed` for the default provider and kae side by side.
 #
 #   scripts/run.sh                          # install into `openssl version -m`
-#   MODULESDIR=$PWD/local scripts/run.sh    # install into ./local instead (no root)
+#   MODULESDIR=$PWD/local PREFIX=$PWD/local scripts/run.sh   # install into ./local (no root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -85,17 +85,7 @@ impl CipherCtx {
 
     fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = if p.data_type() == OSSL_PARAM_UTF8_STRING {
-                let s = p.get_utf8()?;
-                PadMode::from_name(s).ok_or_else(|| {
-                    Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={s}"))
-                })?
-            } else {
-                let v = p.get_int()?;
-                PadMode::from_int(v).ok_or_else(|| {
-                    Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={v}"))
-                })?
-            };
+            let mode = crate::rsa::pad_mode_param(&p)?;
             if matches!(mode, PadMode::Pss | PadMode::X931) {
                 return Err(Failure::with(
                     KaeError::InvalidPaddingMode,
@@ -401,19 +391,6 @@ unsafe extern "C" fn rsa_decrypt_init(
     unsafe { op_init(ctx, key, params, true) }
 }
 
-/// # Safety
-/// `p` valid for `len` bytes when non-NULL.
-unsafe fn input<'a>(p: *const c_uchar, len: usize) -> Result<&'a [u8], KaeError> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(KaeError::NullParameter);
-    }
-    // SAFETY: caller contract.
-    Ok(unsafe { core::slice::from_raw_parts(p, len) })
-}
-
 unsafe extern "C" fn rsa_encrypt(
     ctx: *mut c_void,
     out: *mut c_uchar,
@@ -444,7 +421,7 @@ unsafe extern "C" fn rsa_encrypt(
             ));
         }
         // SAFETY: caller buffer.
-        let msg = unsafe { input(inp, inlen)? };
+        let msg = unsafe { crate::ffi::in_slice(inp, inlen)? };
         let mut ct = vec![0u8; k];
         c.encrypt(msg, &mut ct)?;
         // SAFETY: out valid for outsize ≥ k bytes.
@@ -483,7 +460,7 @@ unsafe extern "C" fn rsa_decrypt(
             return Err(KaeError::BufferTooSmall.into());
         }
         // SAFETY: caller buffer.
-        let ct = unsafe { input(inp, inlen)? };
+        let ct = unsafe { crate::ffi::in_slice(inp, inlen)? };
         let msg = c.decrypt(ct)?;
         if msg.len() > outsize {
             return Err(Failure::with(

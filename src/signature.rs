@@ -118,17 +118,7 @@ impl SigCtx {
 
     fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = if p.data_type() == OSSL_PARAM_UTF8_STRING {
-                let s = p.get_utf8()?;
-                PadMode::from_name(s).ok_or_else(|| {
-                    Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={s}"))
-                })?
-            } else {
-                let v = p.get_int()?;
-                PadMode::from_int(v).ok_or_else(|| {
-                    Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={v}"))
-                })?
-            };
+            let mode = crate::rsa::pad_mode_param(&p)?;
             match mode {
                 PadMode::Oaep | PadMode::Pkcs1Tls => {
                     return Err(Failure::with(
@@ -631,21 +621,6 @@ unsafe extern "C" fn rsa_verify_recover_init(
     unsafe { op_init(ctx, key, params, Operation::VerifyRecover) }
 }
 
-/// Borrow an input buffer (NULL allowed only when empty).
-///
-/// # Safety
-/// `p` valid for `len` bytes when non-NULL.
-unsafe fn input<'a>(p: *const c_uchar, len: usize) -> Result<&'a [u8], KaeError> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(KaeError::NullParameter);
-    }
-    // SAFETY: caller contract.
-    Ok(unsafe { core::slice::from_raw_parts(p, len) })
-}
-
 /// Writes a signature of k bytes into the caller's buffer (or reports the size when NULL).
 ///
 /// # Safety
@@ -698,7 +673,7 @@ unsafe extern "C" fn rsa_sign(
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         // SAFETY: buffers from the caller, sizes as documented by provider-signature(7).
         unsafe {
-            let tbs = input(tbs, tbslen)?;
+            let tbs = crate::ffi::in_slice(tbs, tbslen)?;
             sign_into(c, sig, siglen, sigsize, |out| c.sign(tbs, out))
         }
     })
@@ -718,7 +693,12 @@ unsafe extern "C" fn rsa_verify(
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         // SAFETY: caller buffers.
-        let (sig, tbs) = unsafe { (input(sig, siglen)?, input(tbs, tbslen)?) };
+        let (sig, tbs) = unsafe {
+            (
+                crate::ffi::in_slice(sig, siglen)?,
+                crate::ffi::in_slice(tbs, tbslen)?,
+            )
+        };
         c.verify(sig, tbs).map(|_| 1)
     })
 }
@@ -746,7 +726,7 @@ unsafe extern "C" fn rsa_verify_recover(
             return Ok(1);
         }
         // SAFETY: caller buffer.
-        let sig = unsafe { input(sig, siglen)? };
+        let sig = unsafe { crate::ffi::in_slice(sig, siglen)? };
         let data = c.verify_recover(sig)?;
         if data.len() > routsize {
             return Err(KaeError::BufferTooSmall.into());
@@ -810,7 +790,7 @@ unsafe extern "C" fn rsa_digest_update(
     let core = c.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, KaeError> {
         // SAFETY: caller buffer.
-        let data = unsafe { input(data, len)? };
+        let data = unsafe { crate::ffi::in_slice(data, len)? };
         c.md_ctx
             .as_mut()
             .ok_or(KaeError::OperationNotInitialized)?
@@ -855,7 +835,7 @@ unsafe extern "C" fn rsa_digest_verify_final(
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
         let h = c.digest_final()?;
         // SAFETY: caller buffer.
-        let sig = unsafe { input(sig, siglen)? };
+        let sig = unsafe { crate::ffi::in_slice(sig, siglen)? };
         c.verify(sig, &h).map(|_| 1)
     })
 }

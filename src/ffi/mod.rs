@@ -11,3 +11,18 @@ pub mod params;
 pub mod sys;
 
 pub use self::core::{guard, guard_ptr, Core};
+
+/// Borrows an input buffer passed by the core (NULL allowed only when empty).
+///
+/// # Safety
+/// `p` is valid for `len` bytes when non-NULL, for the lifetime `'a`.
+pub unsafe fn in_slice<'a>(p: *const u8, len: usize) -> Result<&'a [u8], crate::error::KaeError> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(crate::error::KaeError::NullParameter);
+    }
+    // SAFETY: caller contract.
+    Ok(unsafe { ::core::slice::from_raw_parts(p, len) })
+}

@@ -482,6 +482,17 @@ fn openssl_tls13_and_cipher_list_implies_tls12() {
     let j = assert_clean(&r, 10);
     assert_eq!(s(&j, "protocol"), "TLSv1.2");
     assert_eq!(s(&j, "cipher"), "ECDHE-RSA-AES128-GCM-SHA256");
+    // A TLS 1.2 cipher with --tls 1.3 would have no effect: refused.
+    let r = press(&[
+        "--client",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--cipher",
+        "AES256-GCM-SHA384",
+        &srv.target(),
+    ]);
+    assert_eq!(r.code, Some(2), "{}", r.context());
 }
 
 #[test]

@@ -661,6 +661,19 @@ fn build_openssl(o: &Opts) -> Result<(Tls, Option<String>), String> {
             b.set_ciphersuites(&v13.join(":"))
                 .map_err(|e| err(&format!("--cipher '{}'", v13.join(":")), e))?;
         }
+        match tls {
+            Some(TlsVer::V13) if v13.is_empty() => {
+                return Err(format!(
+                    "--cipher '{list}' names no TLS 1.3 suite (TLS_*) for --tls 1.3"
+                ))
+            }
+            Some(TlsVer::V12) if v12.is_empty() => {
+                return Err(format!(
+                    "--cipher '{list}' names no TLS 1.2 cipher for --tls 1.2"
+                ))
+            }
+            _ => {}
+        }
         if tls.is_none() && v13.is_empty() {
             tls = Some(TlsVer::V12);
             note = Some("--cipher lists TLS 1.2 ciphers only: using TLS 1.2".to_string());

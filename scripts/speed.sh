@@ -116,3 +116,17 @@ done
 
 echo
 python3 "$ROOT/scripts/speed_table.py" table default kae "$RESULTS"
+
+# The same medians as an SVG bar chart (scripts/chart.py), with the raw results next to it,
+# in $OUT_DIR (default target/bench): they outlive the scratch directory.
+CHART_DIR=${OUT_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}/bench}
+SVG="$CHART_DIR/speed-$(date +%Y%m%d-%H%M%S).svg"
+if mkdir -p "$CHART_DIR" && cp "$RESULTS" "${SVG%.svg}.tsv" &&
+    python3 "$ROOT/scripts/chart.py" --title "openssl speed: default provider vs kae" \
+        --columns label,mode,round,bits,sign_per_s,verify_per_s --config "rsa{bits} {mode}" \
+        --series label --metric "sign_per_s=sign/s" --metric "verify_per_s=verify/s" \
+        --ratio default,kae -o "$SVG" "$RESULTS" >/dev/null; then
+    echo "chart: $SVG" >&2
+else
+    echo "speed.sh: warning: could not write the chart" >&2
+fi

@@ -1,0 +1,174 @@
+# Shared by scripts/nginx-bench.sh and scripts/haproxy-bench.sh (sourced, not run).
+#
+# Common knobs (environment):
+#   ROUNDS        alternating rounds (default, kae, default, kae, ...)   (default 3)
+#   DURATION      seconds per kae-press measurement                    (default 10)
+#   WARMUP        requests before each measurement, not recorded       (default 50)
+#   FLAVOURS      handshake kinds, from: tls12-rsa (TLS 1.2, RSA key exchange),
+#                 tls12-ecdhe (TLS 1.2, ECDHE-RSA), tls13 (TLS 1.3)
+#   KEY_BITS      RSA key size of the server certificate               (default 2048)
+#   SERVER_CPUS   taskset CPU list for the server                      (default 0)
+#   CLIENT_CPUS   taskset CPU list for kae-press                       (default 1)
+#   OUT_DIR       where the results TSV and the SVG chart go (default target/bench)
+#   KEEP_LOGS     1: keep the scratch directory (server logs, configs)
+#   NO_BUILD      1: skip scripts/build.sh
+#   NO_INSTALL    1: never apt-get install a missing server
+# shellcheck shell=bash disable=SC2034  # PIN_SERVER etc. are used by the sourcing scripts
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-50}
+KEY_BITS=${KEY_BITS:-2048}
+SERVER_CPUS=${SERVER_CPUS:-0}
+CLIENT_CPUS=${CLIENT_CPUS:-1}
+OUT_DIR=${OUT_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}/bench}
+
+bench_log() { echo "$BENCH_NAME: $*" >&2; }
+bench_die() { bench_log "$*"; exit 1; }
+
+# ensure_cmd COMMAND PACKAGE: install PACKAGE with apt-get when COMMAND is missing.
+ensure_cmd() {
+    local cmd=$1 pkg=$2
+    if command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]]; then return 0; fi
+    [[ "${NO_INSTALL:-0}" == 1 ]] && bench_die "$cmd is not installed (apt-get install $pkg)"
+    local sudo=()
+    [[ $(id -u) == 0 ]] || sudo=(sudo)
+    bench_log "installing $pkg (apt-get)"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >&2 ||
+        { "${sudo[@]}" apt-get update -qq >&2 &&
+          "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >&2; } ||
+        bench_die "could not install $pkg"
+}
+
+# bench_init NAME: build, locate the module and kae-press, make the scratch dir, the
+# certificate and the two OpenSSL configurations, start the results file.
+bench_init() {
+    BENCH_NAME=$1
+    ensure_cmd python3 python3
+    ensure_cmd openssl openssl
+    if [[ "${NO_BUILD:-0}" != 1 ]]; then
+        "$ROOT/scripts/build.sh" >/dev/null || bench_die "build failed"
+    fi
+    MODDIR="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+    MODULE="$MODDIR/libkae.so"
+    KAE_PRESS=${KAE_PRESS:-$MODDIR/kae-press}
+    [[ -f "$MODULE" ]] || bench_die "$MODULE missing (run scripts/build.sh)"
+    [[ -x "$KAE_PRESS" ]] || bench_die "$KAE_PRESS missing (cargo build --release --bins)"
+
+    PIN_SERVER=() PIN_CLIENT=()
+    if command -v taskset >/dev/null 2>&1 && (($(nproc) >= 2)); then
+        PIN_SERVER=(taskset -c "$SERVER_CPUS")
+        PIN_CLIENT=(taskset -c "$CLIENT_CPUS")
+    else
+        bench_log "warning: fewer than 2 CPUs or no taskset: server and client are not pinned"
+    fi
+
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-$BENCH_NAME.XXXXXX")
+    mkdir -p "$OUT_DIR"
+    STAMP=$(date +%Y%m%d-%H%M%S)
+    RESULTS="$OUT_DIR/$BENCH_NAME-$STAMP.tsv"
+    python3 "$ROOT/scripts/bench_table.py" header >"$RESULTS"
+
+    # Server key and certificate, made with the default provider only. The extension makes
+    # it an X.509 v3 certificate, which rustls (kae-press's default client) requires.
+    OPENSSL_CONF=/dev/null openssl req -x509 -newkey "rsa:$KEY_BITS" -nodes -days 2 \
+        -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+        -keyout "$WORK/server.key" -out "$WORK/server.crt" 2>/dev/null ||
+        bench_die "openssl req failed"
+    cat "$WORK/server.crt" "$WORK/server.key" >"$WORK/server.pem"
+
+    # Default provider only: an empty configuration (the system openssl.cnf is not read).
+    printf '# default provider only\n' >"$WORK/openssl-default.cnf"
+    # kae + default, kae preferred: the shipped template with the module's absolute path.
+    sed "s|^module = kae.so\$|module = $MODULE|" "$ROOT/provider-conf/openssl-nginx.cnf" \
+        >"$WORK/openssl-kae.cnf"
+    grep -q "^module = $MODULE\$" "$WORK/openssl-kae.cnf" ||
+        bench_die "provider-conf/openssl-nginx.cnf has no 'module = kae.so' line to rewrite"
+}
+
+bench_cleanup() {
+    if declare -F bench_stop_server >/dev/null; then bench_stop_server || true; fi
+    if [[ -n "${WORK:-}" ]]; then
+        if [[ "${KEEP_LOGS:-0}" == 1 ]]; then bench_log "logs kept in $WORK"; else rm -rf "$WORK"; fi
+    fi
+}
+
+# free_port: an unused loopback port.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT: until something accepts connections on 127.0.0.1:PORT (10 s).
+wait_port() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+        sleep 0.05
+    done
+    return 1
+}
+
+# flavour_opts FLAVOUR: kae-press options selecting that kind of handshake.
+flavour_opts() {
+    case $1 in
+    tls12-rsa) echo "--client openssl --tls 1.2 --cipher AES256-GCM-SHA384" ;;
+    tls12-ecdhe) echo "--client openssl --tls 1.2 --cipher ECDHE-RSA-AES256-GCM-SHA384" ;;
+    tls13) echo "--tls 1.3" ;;
+    *) bench_die "unknown flavour $1 (tls12-rsa, tls12-ecdhe, tls13)" ;;
+    esac
+}
+
+# press CONFIG PROVIDER ROUND FLAVOUR CONNS PORT SERVER_PIDS: one warm-up and one measured
+# kae-press run; appends a row to $RESULTS and prints a one-line summary.
+press() {
+    local config=$1 provider=$2 round=$3 flavour=$4 conns=$5 port=$6 pids=$7
+    local -a fopts
+    read -r -a fopts <<<"$(flavour_opts "$flavour")"
+    local out="$WORK/press-$config-$provider-$round.out"
+    # The client must not pick up kae (or anything) from the caller's OPENSSL_CONF.
+    OPENSSL_CONF=/dev/null "${PIN_CLIENT[@]}" "$KAE_PRESS" --json -c "$conns" -n "$WARMUP" \
+        "${fopts[@]}" "127.0.0.1:$port" >/dev/null 2>&1 || true
+    if ! OPENSSL_CONF=/dev/null "${PIN_CLIENT[@]}" "$KAE_PRESS" --json -c "$conns" -d "$DURATION" \
+        "${fopts[@]}" --server-pid "$pids" "127.0.0.1:$port" >"$out" 2>"$out.err"; then
+        bench_log "kae-press failed ($config, $provider, round $round):"
+        cat "$out" "$out.err" >&2
+        exit 1
+    fi
+    python3 "$ROOT/scripts/bench_table.py" row "$config" "$provider" "$round" <"$out" >>"$RESULTS" ||
+        bench_die "no JSON line from kae-press"
+    python3 - "$out" "$config" "$provider" "$round" <<'PY' >&2
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"kae_press"')][-1]
+g = lambda k, f: "-" if d.get(k) is None else format(d[k], f)
+print(f"    round {sys.argv[4]} {sys.argv[3]:7} {sys.argv[2]:18} {g('handshakes_per_s', '9.1f')} hs/s"
+      f"  p99 {g('p99_ms', '7.2f')} ms  server {g('server_cpu_ms_per_handshake', '.3f')} cpu-ms/hs"
+      f"  errors {d.get('errors')}  {d.get('protocol')} {d.get('cipher')}")
+PY
+}
+
+# check_kae_summary LOGFILE: kae's exit summaries (KAE_LOG=info) must show private ops.
+check_kae_summary() {
+    local total
+    total=$(sed -n 's/.*summary: private ops \([0-9]*\) ok.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}')
+    if ((total == 0)); then
+        bench_log "the kae server did no private RSA operation through kae: the numbers would not be kae's"
+        grep -m3 'kae' "$1" >&2 || true
+        exit 1
+    fi
+    bench_log "  kae did $total private operations ($(grep -c 'summary: private ops' "$1") process summaries)"
+}
+
+# bench_finish TITLE: the table and the chart.
+bench_finish() {
+    echo
+    python3 "$ROOT/scripts/bench_table.py" table default kae "$RESULTS"
+    local svg="${RESULTS%.tsv}.svg"
+    python3 "$ROOT/scripts/chart.py" --title "$1" --series provider --config "{config}" \
+        --metric "handshakes_per_s=handshakes/s" --metric "p99_ms=p99 latency, ms" \
+        --metric "server_cpu_ms_per_handshake=server CPU ms per handshake" \
+        --ratio default,kae -o "$svg" "$RESULTS" >/dev/null
+    echo
+    echo "results: $RESULTS"
+    echo "chart:   $svg"
+}

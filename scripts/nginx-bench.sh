@@ -17,6 +17,9 @@
 #   CONCURRENCY   kae-press connections, one or more             (default 16)
 #   FLAVOURS      default "tls12-rsa tls12-ecdhe tls13"
 #   NGINX         nginx binary                                    (default: from PATH, /usr/sbin)
+#   NGINX_CONF    template to start from (default provider-conf/nginx.conf); it must keep the
+#                 template's `listen 127.0.0.1:8443 ssl;` and `worker_processes` lines. For
+#                 asynch_mode_nginx, use a copy with `ssl_asynch on;` in its http block.
 # Output: the table on stdout, then the paths of the results TSV and the SVG chart.
 set -euo pipefail
 
@@ -36,7 +39,7 @@ PORT=$(free_port)
 # nginx.conf from the template: our port and worker count; it sits next to server.crt/.key.
 sed -e "s|listen 127.0.0.1:8443 ssl;|listen 127.0.0.1:$PORT ssl;|" \
     -e "s|^worker_processes [0-9]*;|worker_processes $WORKERS;|" \
-    "$ROOT/provider-conf/nginx.conf" >"$WORK/nginx.conf"
+    "${NGINX_CONF:-$ROOT/provider-conf/nginx.conf}" >"$WORK/nginx.conf"
 grep -q "listen 127.0.0.1:$PORT ssl;" "$WORK/nginx.conf" || bench_die "template: no listen line to rewrite"
 grep -q "^worker_processes $WORKERS;" "$WORK/nginx.conf" || bench_die "template: no worker_processes line"
 

@@ -1,7 +1,7 @@
 //! Per-process counters, published to operators.
 //!
 //! The counters are relaxed atomics. Once published they live in a small shared-memory page,
-//! a file `kae-stats.<pid>` under `/dev/shm` (or `$KAE_STATS_DIR`), so the bump on the hot path
+//! a file `kae-stats.<pid>` under `/dev/shm/kae` (or `$KAE_STATS_DIR`), so the bump on the hot path
 //! stays one uncontended atomic add and `kae-stat` reads every process's counters from outside.
 //! The file is removed at process exit; a forked child publishes its own page (its counters
 //! start at zero). Files of processes that died without cleaning up are recognised by
@@ -208,11 +208,25 @@ pub fn log_summary_once() {
 
 // ---- publication ---------------------------------------------------------------------------
 
-/// Directory of the pages (`$KAE_STATS_DIR`, default /dev/shm).
+/// Directory of the pages (`$KAE_STATS_DIR`, default /dev/shm/kae).
 pub fn stats_dir() -> std::path::PathBuf {
     std::env::var_os("KAE_STATS_DIR")
         .map(Into::into)
-        .unwrap_or_else(|| "/dev/shm".into())
+        .unwrap_or_else(|| "/dev/shm/kae".into())
+}
+
+/// Creates the default directory writable by everyone and *without* the sticky bit: servers
+/// such as nginx fork their workers as root (the page is created then) and drop privileges
+/// afterwards; in a sticky directory like /dev/shm itself the worker could not remove its own
+/// page at exit.
+fn ensure_dir(dir: &std::path::Path) {
+    if dir.exists() {
+        return;
+    }
+    if std::fs::create_dir_all(dir).is_ok() {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777));
+    }
 }
 
 /// Path of the page for `pid` in `dir`, as a NUL-terminated byte string built without
@@ -375,6 +389,7 @@ pub fn publish(backend: &str) {
             return;
         }
         let dir = stats_dir();
+        ensure_dir(&dir);
         let dir_bytes = dir.as_os_str().as_encoded_bytes();
         // SAFETY: single-threaded under `call_once`; no page exists yet, so no reader of INFO.
         unsafe {

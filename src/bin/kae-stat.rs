@@ -4,7 +4,7 @@
 //!   kae-stat -i 1         every second, like watch (Ctrl-C to stop); -n COUNT bounds it
 //!   kae-stat --json       one JSON line per snapshot
 //!
-//! Each kae process publishes a page `kae-stats.<pid>` under /dev/shm (or $KAE_STATS_DIR).
+//! Each kae process publishes a page `kae-stats.<pid>` under /dev/shm/kae (or $KAE_STATS_DIR).
 //! Pages of processes that are gone (dead pid, or a pid reused by another process) are not
 //! shown and are removed.
 

@@ -106,6 +106,7 @@ impl Completer {
         if done.is_empty() {
             return;
         }
+        let freed = done.len();
         for r in done.drain(..) {
             let Request {
                 result,
@@ -115,9 +116,14 @@ impl Completer {
             } = r;
             waiter.complete(result, output);
         }
-        let waiting =
-            std::mem::take(&mut *self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner()));
-        for w in waiting {
+        // One waiter per freed slot, oldest first: waking every waiter on each completion
+        // made most of them find the queue full again (a thundering herd of retries).
+        let woken: Vec<Arc<Waiter>> = {
+            let mut w = self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner());
+            let n = freed.min(w.len());
+            w.drain(..n).collect()
+        };
+        for w in woken {
             w.wake();
         }
     }

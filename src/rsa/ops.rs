@@ -339,7 +339,7 @@ mod tests {
     #[test]
     fn crt_fault_is_caught_and_recomputed_without_crt() {
         let good = key1024();
-        let mut bad = good.dup(true, true, true).unwrap();
+        let bad = good.dup(true, true, true).unwrap();
         // Corrupt dP: the CRT half mod p is now wrong, so y^e != x.
         arith::add(&bad.exps[0], &good.exps[0], &BigNum::from_u64(2).unwrap()).unwrap();
         bad.exps[0].set_consttime();

@@ -2,7 +2,7 @@
 //! default), OAEP, none, and the TLS premaster mode (RFC 5246 §7.4.7.1). Table at the bottom.
 
 use crate::error::KaeError;
-use crate::ffi::core::{opt_cstr, Failure};
+use crate::ffi::core::Failure;
 use crate::ffi::digest::Md;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
@@ -11,7 +11,7 @@ use crate::keymgmt::KeyObj;
 use crate::provider::{ProvCtx, Table};
 use crate::rsa::padding::{oaep, pkcs1};
 use crate::rsa::{KeyType, PadMode, RsaKey};
-use core::ffi::{c_char, c_int, c_uchar, c_void};
+use core::ffi::{c_int, c_uchar, c_void};
 use std::sync::{Arc, LazyLock};
 use zeroize::Zeroizing;
 
@@ -543,12 +543,6 @@ unsafe extern "C" fn rsa_cipher_settable_ctx_params(
     _provctx: *mut c_void,
 ) -> *const OSSL_PARAM {
     SETTABLE.as_ptr()
-}
-
-#[allow(dead_code)]
-unsafe fn unused(_p: *const c_char) -> Option<&'static str> {
-    // SAFETY: forwarded contract (kept so opt_cstr stays shared across modules).
-    unsafe { opt_cstr(_p) }
 }
 
 pub static RSA_ASYM_CIPHER: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {

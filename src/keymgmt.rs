@@ -3,7 +3,7 @@
 
 use crate::error::KaeError;
 use crate::ffi::bn::BigNum;
-use crate::ffi::core::{opt_cstr, Failure};
+use crate::ffi::core::Failure;
 use crate::ffi::params::{desc, ParamBuilder, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
 use crate::ffi::{guard, guard_ptr};
@@ -814,13 +814,6 @@ unsafe extern "C" fn rsa_pss_load(reference: *const c_void, size: usize) -> *mut
     guard_ptr(core.as_ref(), || {
         load_via_default(KeyType::RsaPss, reference, size)
     })
-}
-
-// Silence "unused" for a helper kept for symmetry with other modules.
-#[allow(dead_code)]
-unsafe fn name_arg<'a>(p: *const c_char) -> Option<&'a str> {
-    // SAFETY: forwarded contract.
-    unsafe { opt_cstr(p) }
 }
 
 macro_rules! keymgmt_table {

@@ -297,8 +297,8 @@ impl ParamBuilder {
             .ok_or(KaeError::OutOfMemory)
     }
     pub fn push_bn(&mut self, key: &'static CStr, bn: &BigNum) -> KaeResult<()> {
-        // SAFETY: valid builder, static key, valid BIGNUM (copied at to_param time? No: the
-        // builder keeps the pointer, so `bn` must outlive `build`; callers build right away).
+        // SAFETY: valid builder, static key, valid BIGNUM. The builder keeps the pointer until
+        // `build` copies the value, so `bn` must outlive `build` (callers build right away).
         ok(unsafe { OSSL_PARAM_BLD_push_BN(self.0.as_ptr(), key.as_ptr(), bn.as_ptr()) })
     }
     pub fn push_utf8(&mut self, key: &'static CStr, s: &'static CStr) -> KaeResult<()> {

@@ -128,11 +128,22 @@ impl Completer {
         }
     }
 
+    /// Registers `w` to be woken when a slot frees (once: a waiter listed twice would take
+    /// two of the wake-ups meant for others).
     fn wait_for_slot(&self, w: &Arc<Waiter>) {
+        let mut list = self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if !list.iter().any(|x| Arc::ptr_eq(x, w)) {
+            list.push(w.clone());
+        }
+    }
+
+    /// Withdraws a registration whose submit succeeded: left in the list it would absorb a
+    /// wake-up (one per freed slot) that another waiter needs, and that waiter could stall.
+    fn cancel_slot_wait(&self, w: &Arc<Waiter>) {
         self.slot_waiters
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(w.clone());
+            .retain(|x| !Arc::ptr_eq(x, w));
     }
 }
 
@@ -194,10 +205,6 @@ impl Pool {
         self.backend.high_water()
     }
 
-    pub fn in_flight(&self) -> usize {
-        self.backend.in_flight()
-    }
-
     pub fn submit(&self, req: Request) -> Result<(), Request> {
         if self.stop.load(Ordering::Acquire) {
             return Err(req);
@@ -244,6 +251,10 @@ impl Pool {
 
     fn wait_for_slot(&self, w: &Arc<Waiter>) {
         self.completer.wait_for_slot(w);
+    }
+
+    fn cancel_slot_wait(&self, w: &Arc<Waiter>) {
+        self.completer.cancel_slot_wait(w);
     }
 }
 
@@ -423,6 +434,7 @@ fn run_async(
     let waiter = Arc::new(Waiter::new(None));
     let mut req = Request::new(kind, key.clone(), input, waiter.clone());
     // 1. Submit; when every queue is full, make sure a free slot wakes us, then pause.
+    let mut registered = false;
     loop {
         match pool.submit(req) {
             Ok(()) => break,
@@ -435,6 +447,7 @@ fn run_async(
                 req = back;
                 waiter.set_wake(WaiterWake::Job(job.wake()?));
                 pool.wait_for_slot(&waiter);
+                registered = true;
                 // A slot may have freed before we registered: try once more before pausing.
                 match pool.submit(req) {
                     Ok(()) => break,
@@ -447,6 +460,9 @@ fn run_async(
                 job.set_status(crate::ffi::sys::ASYNC_STATUS_OK);
             }
         }
+    }
+    if registered {
+        pool.cancel_slot_wait(&waiter);
     }
     // 2. Wait for the result. The wake-up is attached only now, so an operation that is
     //    already done never announces a wait fd it will not pause on; once attached, pause at
@@ -501,6 +517,7 @@ pub fn run_blocking(
             }
         }
     }
+    pool.cancel_slot_wait(&waiter);
     waiter.block_until_done();
     let (result, output) = waiter.take().ok_or(KaeError::Internal)?;
     result?;

@@ -159,19 +159,28 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
 /// Garner's CRT recombination (RFC 8017 §5.1.2 step 2.b):
 /// m1 = c^dP mod p, m2 = c^dQ mod q, h = qInv·(m1 − m2) mod p, m = m2 + q·h.
 ///
-/// Reductions use Montgomery conversions instead of division (c < n < p·R, so a Montgomery
-/// reduction followed by a conversion back gives c mod p in constant time), as OpenSSL does.
+/// Reductions use Montgomery conversions instead of division (for primes of equal word size
+/// c < n < p·R, so a Montgomery reduction followed by a conversion back gives c mod p in
+/// constant time), as OpenSSL does.
 fn crt_exp(key: &RsaKey, c: &BigNum, m: &BigNum, crt: &CrtCache, ctx: &BnCtx) -> KaeResult<()> {
     let (p, q) = (&key.primes[0], &key.primes[1]);
     let (dp, dq) = (&key.exps[0], &key.exps[1]);
-    let reduce = |r: &BigNum, x: &BigNum, mont: &MontCtx| -> KaeResult<()> {
-        arith::from_mont(r, x, mont, ctx)?;
-        arith::to_mont(r, r, mont, ctx)
+    // x mod m for x of at most `x_bits` bits (a public bound). A Montgomery reduction reads
+    // at most twice the modulus's words, so it is only right when x fits in them; keys with
+    // very unequal primes take libcrypto's constant-time division instead.
+    let reduce = |r: &BigNum, x: &BigNum, x_bits: usize, m: &BigNum, mont: &MontCtx| {
+        if x_bits.div_ceil(64) <= 2 * m.num_bits().div_ceil(64) {
+            arith::from_mont(r, x, mont, ctx)?;
+            arith::to_mont(r, r, mont, ctx)
+        } else {
+            arith::nnmod(r, x, m, ctx)
+        }
     };
+    let n_bits = key.bits();
     let cp = BigNum::new_secret()?;
     let cq = BigNum::new_secret()?;
-    reduce(&cp, c, &crt.p)?;
-    reduce(&cq, c, &crt.q)?;
+    reduce(&cp, c, n_bits, p, &crt.p)?;
+    reduce(&cq, c, n_bits, q, &crt.q)?;
     let m1 = BigNum::new_secret()?;
     let m2 = BigNum::new_secret()?;
     if p.num_bits() == q.num_bits() {
@@ -184,7 +193,7 @@ fn crt_exp(key: &RsaKey, c: &BigNum, m: &BigNum, crt: &CrtCache, ctx: &BnCtx) ->
     }
     // h = (m1 − (m2 mod p)) · qInv mod p; m2 < q may exceed p when q > p, so reduce it first.
     let m2p = BigNum::new_secret()?;
-    reduce(&m2p, &m2, &crt.p)?;
+    reduce(&m2p, &m2, q.num_bits(), p, &crt.p)?;
     let h = BigNum::new_secret()?;
     arith::mod_sub_quick(&h, &m1, &m2p, p)?;
     arith::mod_mul_mont(&h, &h, &crt.qinv_mont, &crt.p, ctx)?;
@@ -192,6 +201,46 @@ fn crt_exp(key: &RsaKey, c: &BigNum, m: &BigNum, crt: &CrtCache, ctx: &BnCtx) ->
     let qh = BigNum::new_secret()?;
     arith::mul(&qh, &h, q, ctx)?;
     arith::add(m, &qh, &m2)
+}
+
+/// The two-prime key with primes p, q and public exponent e: n = p·q, d = e^-1 mod λ(n),
+/// the CRT exponents and qInv = q^-1 mod p. No size or distance checks (the caller's job).
+pub(crate) fn key_from_primes(
+    kind: crate::rsa::KeyType,
+    p: BigNum,
+    q: BigNum,
+    e_value: &BigNum,
+    ctx: &BnCtx,
+) -> KaeResult<RsaKey> {
+    let n = BigNum::new()?;
+    arith::mul(&n, &p, &q, ctx)?;
+    let p1 = p.dup(true)?;
+    arith::sub_word(&p1, 1)?;
+    let q1 = q.dup(true)?;
+    arith::sub_word(&q1, 1)?;
+    // λ(n) = (p−1)(q−1) / gcd(p−1, q−1)
+    let g = BigNum::new_secret()?;
+    arith::gcd(&g, &p1, &q1, ctx)?;
+    let prod = BigNum::new_secret()?;
+    arith::mul(&prod, &p1, &q1, ctx)?;
+    let lambda = BigNum::new_secret()?;
+    arith::div(&lambda, &prod, &g, ctx)?;
+    let d = BigNum::new_secret()?;
+    arith::mod_inverse(&d, e_value, &lambda, ctx)?;
+    let dp = BigNum::new_secret()?;
+    let dq = BigNum::new_secret()?;
+    arith::nnmod(&dp, &d, &p1, ctx)?;
+    arith::nnmod(&dq, &d, &q1, ctx)?;
+    let qinv = BigNum::new_secret()?;
+    arith::mod_inverse(&qinv, &q, &p, ctx)?;
+    let mut key = RsaKey::empty(kind);
+    key.n = Some(n);
+    key.e = Some(e_value.dup(false)?);
+    key.d = Some(d);
+    key.primes = vec![p, q];
+    key.exps = vec![dp, dq];
+    key.coeffs = vec![qinv];
+    Ok(key)
 }
 
 /// Pairwise consistency test: a private operation on a random value must invert the public one.
@@ -263,40 +312,10 @@ pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> Kae
         } else {
             (p, q)
         };
-        let n = BigNum::new()?;
-        arith::mul(&n, &p, &q, &ctx)?;
-        if n.num_bits() != bits {
+        let key = key_from_primes(kind, p, q, e_value, &ctx)?;
+        if key.bits() != bits || key.d.as_ref().map_or(0, |d| d.num_bits()) <= bits / 2 {
             continue;
         }
-        let p1 = p.dup(true)?;
-        arith::sub_word(&p1, 1)?;
-        let q1 = q.dup(true)?;
-        arith::sub_word(&q1, 1)?;
-        // λ(n) = (p−1)(q−1) / gcd(p−1, q−1)
-        let g = BigNum::new_secret()?;
-        arith::gcd(&g, &p1, &q1, &ctx)?;
-        let prod = BigNum::new_secret()?;
-        arith::mul(&prod, &p1, &q1, &ctx)?;
-        let lambda = BigNum::new_secret()?;
-        arith::div(&lambda, &prod, &g, &ctx)?;
-        let d = BigNum::new_secret()?;
-        arith::mod_inverse(&d, e_value, &lambda, &ctx)?;
-        if d.num_bits() <= bits / 2 {
-            continue;
-        }
-        let dp = BigNum::new_secret()?;
-        let dq = BigNum::new_secret()?;
-        arith::nnmod(&dp, &d, &p1, &ctx)?;
-        arith::nnmod(&dq, &d, &q1, &ctx)?;
-        let qinv = BigNum::new_secret()?;
-        arith::mod_inverse(&qinv, &q, &p, &ctx)?;
-        let mut key = RsaKey::empty(kind);
-        key.n = Some(n);
-        key.e = Some(e_value.dup(false)?);
-        key.d = Some(d);
-        key.primes = vec![p, q];
-        key.exps = vec![dp, dq];
-        key.coeffs = vec![qinv];
         pairwise_test(&key)?;
         return Ok(key);
     }
@@ -359,6 +378,52 @@ mod tests {
             bad.validate(true, true, true).is_err(),
             "validation must reject the corrupted key"
         );
+    }
+
+    /// Primes of very different sizes (384 and 640 bits): c mod p cannot be taken with a
+    /// Montgomery reduction (n has more than twice p's words). The CRT result itself must be
+    /// right, not just repaired by the fault check.
+    #[test]
+    fn unbalanced_primes_use_crt_correctly() {
+        let ctx = BnCtx::new().unwrap();
+        let e = BigNum::from_u64(65537).unwrap();
+        let (p, q) = (BigNum::new_secret().unwrap(), BigNum::new_secret().unwrap());
+        let key = loop {
+            arith::generate_prime(&p, 384, &ctx).unwrap();
+            arith::generate_prime(&q, 640, &ctx).unwrap();
+            let (p, q) = (p.dup(true).unwrap(), q.dup(true).unwrap());
+            // e must be invertible mod λ(n); retry the rare primes where it is not.
+            if let Ok(k) = key_from_primes(KeyType::Rsa, p, q, &e, &ctx) {
+                break k;
+            }
+        };
+        assert_eq!(key.bits(), 1024);
+        let mut plain = key.dup(true, true, true).unwrap();
+        plain.primes.clear();
+        plain.exps.clear();
+        plain.coeffs.clear();
+        let mont = key.mont().unwrap();
+        let crt = mont.crt.as_ref().expect("CRT parts");
+        for seed in 1..=8u8 {
+            let m = sample(key.size(), seed);
+            // The CRT exponentiation itself (no fault check behind it) against plain m^d.
+            let c = BigNum::from_be_bytes(&m, true).unwrap();
+            let (via_crt, via_d) = (BigNum::new().unwrap(), BigNum::new().unwrap());
+            crt_exp(&key, &c, &via_crt, crt, &ctx).unwrap();
+            let d = key.d.as_ref().unwrap();
+            arith::mod_exp_consttime(&via_d, &c, d, key.n().unwrap(), &mont.n, &ctx).unwrap();
+            assert_eq!(via_crt.to_be_bytes().unwrap(), via_d.to_be_bytes().unwrap());
+            let (mut a, mut b, mut back) = (
+                vec![0u8; key.size()],
+                vec![0u8; key.size()],
+                vec![0u8; key.size()],
+            );
+            private_op(&key, &m, &mut a).unwrap();
+            private_op(&plain, &m, &mut b).unwrap();
+            assert_eq!(a, b);
+            public_op(&key, &a, &mut back).unwrap();
+            assert_eq!(back, m);
+        }
     }
 
     #[test]

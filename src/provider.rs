@@ -133,7 +133,9 @@ impl Config {
                         .filter(|n| (1..=65536).contains(n))
                         .ok_or_else(bad)?
                 }
-                "async" => cfg.pool.async_enabled = parse_bool(&v).ok_or_else(bad)?,
+                "async" => {
+                    cfg.pool.async_mode = crate::pool::AsyncMode::parse(&v).ok_or_else(bad)?
+                }
                 "log-level" => cfg.log_level = Some(v.clone()),
                 "log-target" => cfg.log_target = Some(v.clone()),
                 _ => {}
@@ -689,7 +691,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 crate::pool::chosen_backend(pc.backend).1,
                 pc.queues,
                 pc.depth,
-                if pc.async_enabled { "on" } else { "off" },
+                pc.async_mode.name(),
                 if ctx.config.load_default { "loaded privately and re-listed" } else { "not loaded (load-default = no)" }
             );
             // SAFETY: out and provctx are valid out-pointers (checked above).

@@ -209,11 +209,27 @@ fn parse_summary_line() {
 // openssl speed -async_jobs
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn speed_async_jobs_offloads() {
+/// `openssl speed -provider kae -async_jobs 8 -seconds 1 rsa2048`, optionally pinned to CPU 0
+/// with taskset and with `KAE_ASYNC` set; checks the speed line and returns kae's summary
+/// (private ops, offloaded, async pauses) and stderr.
+fn speed_async(pin_one_cpu: bool, kae_async: Option<&str>) -> (u64, u64, u64, String) {
     let dir = TempDir::new("speed");
     let pd = provider_dir(&dir);
-    let mut cmd = openssl(&dir);
+    let inner = openssl(&dir);
+    let mut cmd = if pin_one_cpu {
+        let mut c = Command::new("taskset");
+        c.arg("-c").arg("0").arg(inner.get_program());
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c.current_dir(dir.path());
+        c
+    } else {
+        inner
+    };
     cmd.args([
         "speed",
         "-provider-path",
@@ -227,6 +243,9 @@ fn speed_async_jobs_offloads() {
         "rsa2048",
     ])
     .env("KAE_LOG", "info");
+    if let Some(v) = kae_async {
+        cmd.env("KAE_ASYNC", v);
+    }
     let t0 = Instant::now();
     let out = run(cmd, None, Duration::from_secs(60));
     eprintln!("speed ran in {:.2?}", t0.elapsed());
@@ -256,12 +275,43 @@ fn speed_async_jobs_offloads() {
         )
     });
     eprintln!("kae summary: {total} private ops, {offloaded} offloaded, {pauses} async pauses");
+    (total, offloaded, pauses, out.stderr)
+}
+
+fn available_cpus() -> usize {
+    thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn speed_async_jobs_offloads() {
+    let (_, offloaded, pauses, stderr) = speed_async(false, None);
+    if available_cpus() < 2 {
+        // async = auto computes inline on a single CPU (speed_async_jobs_one_cpu checks it).
+        eprintln!("only one CPU available: skipping the offload check");
+        return;
+    }
     assert!(
         offloaded > 0,
-        "speed -async_jobs 8 ran no private op through the pool\n{}",
-        out.stderr
+        "speed -async_jobs 8 ran no private op through the pool\n{stderr}"
     );
-    assert!(pauses > 0, "no async pause\n{}", out.stderr);
+    assert!(pauses > 0, "no async pause\n{stderr}");
+}
+
+/// Pinned to one CPU, `async = auto` (the default) computes inline even inside ASYNC jobs
+/// and says why; `KAE_ASYNC=yes` still offloads.
+#[test]
+fn speed_async_jobs_one_cpu() {
+    let (total, offloaded, pauses, stderr) = speed_async(true, None);
+    assert!(total > 0, "no private op counted\n{stderr}");
+    assert_eq!(offloaded, 0, "auto offloaded on one CPU\n{stderr}");
+    assert_eq!(pauses, 0, "auto paused on one CPU\n{stderr}");
+    assert!(
+        stderr.contains("async jobs compute inline"),
+        "no log line explaining the inline decision\n{stderr}"
+    );
+    let (_, offloaded, pauses, stderr) = speed_async(true, Some("yes"));
+    assert!(offloaded > 0, "KAE_ASYNC=yes did not offload\n{stderr}");
+    assert!(pauses > 0, "KAE_ASYNC=yes: no async pause\n{stderr}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
 use crate::rsa::RsaKey;
 use crate::stats;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
@@ -45,6 +45,37 @@ impl BackendChoice {
     }
 }
 
+/// When private operations of ASYNC jobs go to the pool (`async` setting).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsyncMode {
+    /// Offload when it can help: a hardware backend, or CPU workers with a CPU of their own
+    /// (the process may run on at least two CPUs).
+    Auto,
+    /// Always offload.
+    On,
+    /// Never: compute inline even inside jobs.
+    Off,
+}
+
+impl AsyncMode {
+    pub fn parse(s: &str) -> Option<AsyncMode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(AsyncMode::Auto),
+            "1" | "yes" | "on" | "true" => Some(AsyncMode::On),
+            "0" | "no" | "off" | "false" => Some(AsyncMode::Off),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AsyncMode::Auto => "auto",
+            AsyncMode::On => "on",
+            AsyncMode::Off => "off",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
     pub backend: BackendChoice,
@@ -52,8 +83,8 @@ pub struct PoolConfig {
     pub queues: usize,
     /// Requests each queue holds before submitters must wait.
     pub depth: usize,
-    /// Offload private operations of ASYNC jobs (off: compute inline even inside jobs).
-    pub async_enabled: bool,
+    /// Whether private operations of ASYNC jobs go to the pool.
+    pub async_mode: AsyncMode,
 }
 
 impl Default for PoolConfig {
@@ -64,7 +95,7 @@ impl Default for PoolConfig {
                 .map(|n| n.get())
                 .unwrap_or(2),
             depth: 64,
-            async_enabled: true,
+            async_mode: AsyncMode::Auto,
         }
     }
 }
@@ -395,7 +426,7 @@ pub fn public_op(key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<(
 }
 
 fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
-    if kind == OpKind::Private && config().async_enabled {
+    if kind == OpKind::Private && offload_async_jobs() {
         if let Some(job) = AsyncJob::current() {
             if let Some(pool) = current() {
                 return run_async(&pool, &job, kind, key, input, out);
@@ -404,6 +435,38 @@ fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResu
         }
     }
     inline(kind, key, input, out)
+}
+
+/// Per-process answer of `offload_async_jobs`: 0 = not decided yet, else `pid << 1 | answer`.
+static OFFLOAD_DECISION: AtomicU64 = AtomicU64::new(0);
+
+/// Whether private operations inside ASYNC jobs go to the pool in this process. With the
+/// CPU backend and a single CPU to run on (taskset, cpuset, CPU quota), the workers would
+/// only take turns with the application's thread on that CPU: each operation costs the same
+/// arithmetic plus two thread switches and a job pause, so `auto` computes inline instead.
+/// Decided once per process (a forked child decides again: it may have been pinned).
+fn offload_async_jobs() -> bool {
+    let pid = u64::from(std::process::id());
+    let d = OFFLOAD_DECISION.load(Ordering::Relaxed);
+    if d != 0 && d >> 1 == pid {
+        return d & 1 == 1;
+    }
+    let cfg = config();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let offload = match cfg.async_mode {
+        AsyncMode::On => true,
+        AsyncMode::Off => false,
+        // Only CPU workers exist today; a hardware backend will always be worth it.
+        AsyncMode::Auto => cpus >= 2,
+    };
+    if cfg.async_mode == AsyncMode::Auto && !offload {
+        log::info!(
+            "kae[{pid}]: async = auto and this process may run on {cpus} CPU: CPU workers \
+             would only share it with the application, so async jobs compute inline"
+        );
+    }
+    OFFLOAD_DECISION.store(pid << 1 | u64::from(offload), Ordering::Relaxed);
+    offload
 }
 
 fn inline(kind: OpKind, key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {

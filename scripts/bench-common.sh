@@ -1,7 +1,8 @@
 # Shared by scripts/nginx-bench.sh and scripts/haproxy-bench.sh (sourced, not run).
 #
 # Common knobs (environment):
-#   ROUNDS        alternating rounds (default, kae, default, kae, ...)   (default 3)
+#   ROUNDS        rounds; default and kae alternate who goes first         (default 3)
+#   PAIRING       "sequential", "shared-cpu" or both (see press_pair)  (default both)
 #   DURATION      seconds per kae-press measurement                    (default 10)
 #   WARMUP        requests before each measurement, not recorded       (default 50)
 #   FLAVOURS      handshake kinds, from: tls12-rsa (TLS 1.2, RSA key exchange),
@@ -17,6 +18,7 @@
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROUNDS=${ROUNDS:-3}
+PAIRING=${PAIRING:-sequential shared-cpu}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-50}
 KEY_BITS=${KEY_BITS:-2048}
@@ -119,32 +121,75 @@ flavour_opts() {
     esac
 }
 
-# press CONFIG PROVIDER ROUND FLAVOUR CONNS PORT SERVER_PIDS: one warm-up and one measured
-# kae-press run; appends a row to $RESULTS and prints a one-line summary.
-press() {
+# press_warm FLAVOUR CONNS PORT: $WARMUP handshakes that are not recorded.
+press_warm() {
+    local -a fopts
+    read -r -a fopts <<<"$(flavour_opts "$1")"
+    # The client must not pick up kae (or anything) from the caller's OPENSSL_CONF.
+    OPENSSL_CONF=/dev/null "${PIN_CLIENT[@]}" "$KAE_PRESS" --json -c "$2" -n "$WARMUP" \
+        "${fopts[@]}" "127.0.0.1:$3" >/dev/null 2>&1 || true
+}
+
+# press_measure CONFIG PROVIDER ROUND FLAVOUR CONNS PORT SERVER_PIDS: one measured kae-press
+# run; appends a row to $RESULTS and prints a one-line summary. Returns 1 on failure.
+press_measure() {
     local config=$1 provider=$2 round=$3 flavour=$4 conns=$5 port=$6 pids=$7
     local -a fopts
     read -r -a fopts <<<"$(flavour_opts "$flavour")"
-    local out="$WORK/press-$config-$provider-$round.out"
-    # The client must not pick up kae (or anything) from the caller's OPENSSL_CONF.
-    OPENSSL_CONF=/dev/null "${PIN_CLIENT[@]}" "$KAE_PRESS" --json -c "$conns" -n "$WARMUP" \
-        "${fopts[@]}" "127.0.0.1:$port" >/dev/null 2>&1 || true
+    local out="$WORK/press-${config// /_}-$provider-$round.out"
     if ! OPENSSL_CONF=/dev/null "${PIN_CLIENT[@]}" "$KAE_PRESS" --json -c "$conns" -d "$DURATION" \
         "${fopts[@]}" --server-pid "$pids" "127.0.0.1:$port" >"$out" 2>"$out.err"; then
         bench_log "kae-press failed ($config, $provider, round $round):"
         cat "$out" "$out.err" >&2
-        exit 1
+        return 1
     fi
-    python3 "$ROOT/scripts/bench_table.py" row "$config" "$provider" "$round" <"$out" >>"$RESULTS" ||
-        bench_die "no JSON line from kae-press"
+    local row
+    row=$(python3 "$ROOT/scripts/bench_table.py" row "$config" "$provider" "$round" <"$out") ||
+        { bench_log "no JSON line from kae-press"; return 1; }
+    # One short append per row: safe when two measurements finish at the same time.
+    printf '%s\n' "$row" >>"$RESULTS"
     python3 - "$out" "$config" "$provider" "$round" <<'PY' >&2
 import json, sys
 d = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"kae_press"')][-1]
 g = lambda k, f: "-" if d.get(k) is None else format(d[k], f)
-print(f"    round {sys.argv[4]} {sys.argv[3]:7} {sys.argv[2]:18} {g('handshakes_per_s', '9.1f')} hs/s"
+print(f"    round {sys.argv[4]} {sys.argv[3]:7} {sys.argv[2]:29} {g('handshakes_per_s', '9.1f')} hs/s"
       f"  p99 {g('p99_ms', '7.2f')} ms  server {g('server_cpu_ms_per_handshake', '.3f')} cpu-ms/hs"
       f"  errors {d.get('errors')}  {d.get('protocol')} {d.get('cipher')}")
 PY
+}
+
+# press_pair ROUND FLAVOUR CONNS: measures the default and the kae server (ports in PORT[],
+# server pids in SRV_PIDS[]) in each mode of $PAIRING:
+#   sequential  one after the other, default first in odd rounds and kae first in even ones;
+#               each server has the server CPUs to itself (absolute handshakes/s).
+#   shared-cpu  both at the same time: the two servers share the server CPUs, so at every
+#               moment they run on the same machine (clock, steal time, caches). The ratio of
+#               their handshakes/s is then the inverse ratio of their CPU per handshake,
+#               without the drift of a shared host between two measurements.
+press_pair() {
+    local round=$1 flavour=$2 conns=$3 order="default kae" mode p
+    ((round % 2 == 1)) || order="kae default"
+    for p in $order; do press_warm "$flavour" "$conns" "${PORT[$p]}"; done
+    for mode in $PAIRING; do
+        case $mode in
+        sequential)
+            for p in $order; do
+                press_measure "$flavour c=$conns" "$p" "$round" "$flavour" "$conns" \
+                    "${PORT[$p]}" "${SRV_PIDS[$p]}" || exit 1
+            done
+            ;;
+        shared-cpu)
+            local -a jobs=()
+            for p in $order; do
+                press_measure "$flavour c=$conns shared-cpu" "$p" "$round" "$flavour" "$conns" \
+                    "${PORT[$p]}" "${SRV_PIDS[$p]}" &
+                jobs+=($!)
+            done
+            for p in "${jobs[@]}"; do wait "$p" || exit 1; done
+            ;;
+        *) bench_die "unknown PAIRING mode $mode (sequential, shared-cpu)" ;;
+        esac
+    done
 }
 
 # check_kae_summary LOGFILE: kae's exit summaries (KAE_LOG=info) must show private ops.

@@ -11,7 +11,10 @@
   bench_table.py table BASE OTHER results.tsv
       Medians over the rounds, BASE (default provider) next to OTHER (kae),
       with OTHER/BASE ratios: handshakes/s, p99 latency, server CPU
-      milliseconds per handshake and handshakes per server CPU-second.
+      milliseconds per handshake and handshakes per server CPU-second. For
+      handshakes/s and handshakes per CPU-second also the median of the
+      per-round ratios ("paired"): each round measures BASE and OTHER back to
+      back, so a pair shares the machine's state of the moment.
 """
 import json
 import statistics
@@ -67,6 +70,10 @@ def table(base, other, path):
             if x is not None:
                 d.setdefault(k, []).append(x)
         d.setdefault("rounds", []).append(r["round"])
+        for k in ("handshakes_per_s", "handshakes_per_server_cpu_s"):
+            x = num(r[k])
+            if x is not None:
+                d.setdefault("by_round_" + k, {})[r["round"]] = x
     if not data:
         print("bench_table.py: no results", file=sys.stderr)
         return 1
@@ -78,13 +85,19 @@ def table(base, other, path):
     def f(v, digits=1):
         return "-" if v is None else f"{v:,.{digits}f}"
 
+    def paired(cfg, key):
+        b = data[cfg].get(base, {}).get("by_round_" + key, {})
+        o = data[cfg].get(other, {}).get("by_round_" + key, {})
+        rs = [o[k] / b[k] for k in b if k in o and b[k] > 0]
+        return f"{statistics.median(rs):.2f}x" if rs else "-"
+
     def ratio(a, b):
         return "-" if a in (None, 0) or b is None else f"{b / a:.2f}x"
 
-    header = ["config", f"{base} hs/s", f"{other} hs/s", "ratio",
+    header = ["config", f"{base} hs/s", f"{other} hs/s", "ratio", "paired",
               f"{base} p99 ms", f"{other} p99 ms",
               f"{base} cpu ms/hs", f"{other} cpu ms/hs", "ratio",
-              f"{base} hs/cpu-s", f"{other} hs/cpu-s", "ratio", "errors", "rounds"]
+              f"{base} hs/cpu-s", f"{other} hs/cpu-s", "ratio", "paired", "errors", "rounds"]
     out = []
     for cfg in data:
         bh, oh = med(cfg, base, "handshakes_per_s"), med(cfg, other, "handshakes_per_s")
@@ -96,13 +109,15 @@ def table(base, other, path):
         errs = sum(sum(data[cfg].get(p, {}).get("errors", [])) for p in (base, other))
         rounds = f"{len(data[cfg].get(base, {}).get('rounds', []))}/" \
                  f"{len(data[cfg].get(other, {}).get('rounds', []))}"
-        out.append([cfg, f(bh), f(oh), ratio(bh, oh), f(bp, 2), f(op, 2), f(bc, 3), f(oc, 3),
-                    ratio(bc, oc), f(be), f(oe), ratio(be, oe), f"{errs:.0f}", rounds])
+        out.append([cfg, f(bh), f(oh), ratio(bh, oh), paired(cfg, "handshakes_per_s"),
+                    f(bp, 2), f(op, 2), f(bc, 3), f(oc, 3), ratio(bc, oc), f(be), f(oe),
+                    ratio(be, oe), paired(cfg, "handshakes_per_server_cpu_s"), f"{errs:.0f}",
+                    rounds])
     widths = [max(len(r[i]) for r in out + [header]) for i in range(len(header))]
     for r in [header] + out:
         print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    print(f"(medians over rounds; ratios are {other}/{base}; cpu = user+system time of the "
-          f"server processes, all threads, per handshake)")
+    print(f"(medians over rounds; ratios are {other}/{base}, 'paired' = median of the per-round "
+          f"ratios; cpu = user+system time of the server processes, all threads, per handshake)")
     return 0
 
 

@@ -2,15 +2,18 @@
 # Full-handshake TLS benchmark of Debian's HAProxy (ssl-mode-async) with OpenSSL's default
 # provider vs kae, at several client concurrency levels.
 #
-# For each round: start HAProxy (loopback, one thread) with the default provider only, run
-# kae-press at every concurrency level and flavour, stop it; start it again with kae loaded
-# through OPENSSL_CONF, run the same, stop it. default and kae alternate for $ROUNDS rounds
-# and the table shows medians. The server is pinned to $SERVER_CPUS and kae-press to
-# $CLIENT_CPUS. Both runs use the same configuration, ssl-mode-async included: with the
-# default provider nothing pauses; with kae each handshake's private-key operation goes to
-# kae's queue pool while HAProxy's thread serves other connections. kae's pool threads belong
-# to the HAProxy process, so they run on $SERVER_CPUS too and their CPU time counts as
-# server CPU.
+# Two HAProxy instances (loopback, one thread each) run side by side for the whole benchmark:
+# one with the default provider only, one with kae loaded through OPENSSL_CONF; both have the
+# same configuration, ssl-mode-async included, and are pinned to $SERVER_CPUS. kae-press
+# (pinned to $CLIENT_CPUS) measures them for every concurrency level and flavour in each mode
+# of $PAIRING (scripts/bench-common.sh, press_pair): back to back (default first in odd
+# rounds, kae first in even ones) and at the same time, sharing the server CPU. The table
+# gives medians and the median of the per-round (paired) ratios. With the default provider nothing pauses. With kae,
+# private-key operations inside HAProxy's ASYNC jobs go to kae's queue pool when offload can
+# help: kae's `async = auto` computes inline when the process may run on one CPU only (the
+# default SERVER_CPUS=0), because CPU workers on the server's own core only take turns with
+# HAProxy's thread. Set KAE_ASYNC=yes to force the offload anyway (to measure its cost), or
+# SERVER_CPUS=0,1 to give the workers a core (then the client shares it).
 #
 # Knobs (environment), besides those in scripts/bench-common.sh:
 #   CONCURRENCY   kae-press connections, one run per value       (default "1 8 32 128")
@@ -32,8 +35,10 @@ HAPROXY=${HAPROXY:-$(command -v haproxy || echo /usr/sbin/haproxy)}
 trap bench_cleanup EXIT
 bench_init haproxy-bench
 
-PORT=$(free_port)
-cat >"$WORK/haproxy.cfg" <<CFG
+declare -A PORT SRV_PID SRV_PIDS SRV_LOG
+for provider in default kae; do
+PORT[$provider]=$(free_port)
+cat >"$WORK/haproxy-$provider.cfg" <<CFG
 # Written by scripts/haproxy-bench.sh: one TLS frontend answering every request itself.
 global
     # Handshakes run in OpenSSL ASYNC jobs (kae pauses them while its pool computes).
@@ -53,51 +58,52 @@ defaults
 
 frontend bench
     # TLS 1.2 (RSA or ECDHE-RSA key exchange) and 1.3; no tickets, so no resumption.
-    bind 127.0.0.1:$PORT ssl crt $WORK/server.pem ssl-min-ver TLSv1.2 no-tls-tickets ciphers AES256-GCM-SHA384:AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256
+    bind 127.0.0.1:${PORT[$provider]} ssl crt $WORK/server.pem ssl-min-ver TLSv1.2 no-tls-tickets ciphers AES256-GCM-SHA384:AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256
     # Fixed answer, no backend.
     http-request return status 200 content-type text/plain string "ok\n"
 CFG
-OPENSSL_CONF="$WORK/openssl-kae.cnf" "$HAPROXY" -c -q -f "$WORK/haproxy.cfg" ||
+done
+OPENSSL_CONF="$WORK/openssl-kae.cnf" "$HAPROXY" -c -q -f "$WORK/haproxy-kae.cfg" ||
     bench_die "haproxy rejects the generated configuration"
 
-SERVER_PID=
-bench_stop_server() {
-    [[ -n "$SERVER_PID" ]] || return 0
+stop_one() {
+    local pid=${SRV_PID[$1]:-}
+    [[ -n "$pid" ]] || return 0
     # SIGUSR1: soft stop; HAProxy exits normally, so kae prints its summary.
-    kill -USR1 "$SERVER_PID" 2>/dev/null || true
+    kill -USR1 "$pid" 2>/dev/null || true
     local i
-    for ((i = 0; i < 100; i++)); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=
+    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    SRV_PID[$1]=
 }
+bench_stop_server() { stop_one default || true; stop_one kae || true; }
 
-# start_server PROVIDER ROUND -> SERVER_PID, SERVER_LOG
+# start_server PROVIDER -> SRV_PID, SRV_PIDS (the same: one process), SRV_LOG
 start_server() {
-    SERVER_LOG="$WORK/haproxy-$1-$2.log"
+    SRV_LOG[$1]="$WORK/haproxy-$1.log"
     OPENSSL_CONF="$WORK/openssl-$1.cnf" KAE_LOG=info "${PIN_SERVER[@]}" \
-        "$HAPROXY" -db -f "$WORK/haproxy.cfg" </dev/null >/dev/null 2>"$SERVER_LOG" &
-    SERVER_PID=$!
-    wait_port "$PORT" || { cat "$SERVER_LOG" >&2; bench_die "haproxy did not start"; }
+        "$HAPROXY" -db -f "$WORK/haproxy-$1.cfg" </dev/null >/dev/null 2>"${SRV_LOG[$1]}" &
+    SRV_PID[$1]=$!
+    SRV_PIDS[$1]=${SRV_PID[$1]}
+    wait_port "${PORT[$1]}" || { cat "${SRV_LOG[$1]}" >&2; bench_die "haproxy ($1) did not start"; }
 }
 
 bench_log "$("$HAPROXY" -v | head -n1), nbthread $NBTHREAD, ssl-mode-async; $(openssl version)"
-bench_log "server on CPU ${SERVER_CPUS}, kae-press on CPU ${CLIENT_CPUS}; $ROUNDS rounds x ${DURATION}s per measurement"
-bench_log "flavours: $FLAVOURS; concurrency: $CONCURRENCY"
+bench_log "servers on CPU ${SERVER_CPUS}, kae-press on CPU ${CLIENT_CPUS}; $ROUNDS rounds x ${DURATION}s per measurement"
+bench_log "flavours: $FLAVOURS; concurrency: $CONCURRENCY; KAE_ASYNC=${KAE_ASYNC:-(unset: auto)}"
+start_server default
+start_server kae
 for ((r = 1; r <= ROUNDS; r++)); do
-    for provider in default kae; do
-        start_server "$provider" "$r"
-        for flavour in $FLAVOURS; do
-            for c in $CONCURRENCY; do
-                press "$flavour c=$c" "$provider" "$r" "$flavour" "$c" "$PORT" "$SERVER_PID"
-            done
+    for flavour in $FLAVOURS; do
+        for c in $CONCURRENCY; do
+            press_pair "$r" "$flavour" "$c"
         done
-        bench_stop_server
-        if [[ $provider == kae ]]; then
-            check_kae_summary "$SERVER_LOG"
-            grep -m1 'summary: private ops' "$SERVER_LOG" | sed 's/.*summary: /    kae: /' >&2 || true
-        fi
     done
 done
+bench_stop_server
+check_kae_summary "${SRV_LOG[kae]}"
+grep -m1 'summary: private ops' "${SRV_LOG[kae]}" | sed 's/.*summary: /    kae: /' >&2 || true
+grep -m1 'compute inline' "${SRV_LOG[kae]}" | sed 's/.*INFO: /    kae: /' >&2 || true
 
 bench_finish "HAProxy ssl-mode-async, nbthread $NBTHREAD: default provider vs kae, full TLS handshakes"

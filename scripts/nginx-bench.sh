@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Full-handshake TLS benchmark of Debian's nginx with OpenSSL's default provider vs kae.
 #
-# For each round: start nginx (loopback) with the default provider only, run kae-press
-# against it for every flavour and concurrency, stop it; start it again with kae loaded
-# through OPENSSL_CONF, run the same, stop it. default and kae alternate for $ROUNDS rounds
-# so slow drifts of the machine hit both alike; the table shows medians. The server is
-# pinned to $SERVER_CPUS and kae-press to $CLIENT_CPUS, and both providers get the same
-# number of workers, so the server has the same CPU budget in both runs.
+# Two nginx instances run side by side on loopback for the whole benchmark, one with the
+# default provider only and one with kae loaded through OPENSSL_CONF, both pinned to
+# $SERVER_CPUS with the same number of workers (the same CPU budget). kae-press (pinned to
+# $CLIENT_CPUS) measures them in each mode of $PAIRING (scripts/bench-common.sh, press_pair):
+# "sequential", one right after the other (default first in odd rounds, kae first in even
+# ones; the idle instance costs nothing), and "shared-cpu", both at once, so the two servers
+# split the server CPUs at every moment and the ratio is free of the ±10% drift a shared host
+# shows between two measurements. The table gives medians over the rounds and the median of
+# the per-round (paired) ratios.
 #
 # Stock nginx does not use OpenSSL's ASYNC mode: kae computes inline in the workers (the
 # interesting result is parity and the CPU per handshake). Intel's asynch_mode_nginx with
@@ -35,57 +38,67 @@ NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 trap bench_cleanup EXIT
 bench_init nginx-bench
 
-PORT=$(free_port)
-# nginx.conf from the template: our port and worker count; it sits next to server.crt/.key.
-sed -e "s|listen 127.0.0.1:8443 ssl;|listen 127.0.0.1:$PORT ssl;|" \
-    -e "s|^worker_processes [0-9]*;|worker_processes $WORKERS;|" \
-    "${NGINX_CONF:-$ROOT/provider-conf/nginx.conf}" >"$WORK/nginx.conf"
-grep -q "listen 127.0.0.1:$PORT ssl;" "$WORK/nginx.conf" || bench_die "template: no listen line to rewrite"
-grep -q "^worker_processes $WORKERS;" "$WORK/nginx.conf" || bench_die "template: no worker_processes line"
+# One nginx.conf per provider from the template: its own port, our worker count; each
+# instance runs in its own prefix directory (pid file, logs, temp dirs).
+declare -A PORT SRV_PID SRV_PIDS SRV_LOG
+for provider in default kae; do
+    PORT[$provider]=$(free_port)
+    sed -e "s|listen 127.0.0.1:8443 ssl;|listen 127.0.0.1:${PORT[$provider]} ssl;|" \
+        -e "s|^worker_processes [0-9]*;|worker_processes $WORKERS;|" \
+        -e "s|ssl_certificate server.crt;|ssl_certificate $WORK/server.crt;|" \
+        -e "s|ssl_certificate_key server.key;|ssl_certificate_key $WORK/server.key;|" \
+        "${NGINX_CONF:-$ROOT/provider-conf/nginx.conf}" >"$WORK/nginx-$provider.conf"
+    grep -q "listen 127.0.0.1:${PORT[$provider]} ssl;" "$WORK/nginx-$provider.conf" ||
+        bench_die "template: no listen line to rewrite"
+    grep -q "^worker_processes $WORKERS;" "$WORK/nginx-$provider.conf" ||
+        bench_die "template: no worker_processes line"
+done
 
-SERVER_PID=
-bench_stop_server() {
-    [[ -n "$SERVER_PID" ]] || return 0
-    kill -QUIT "$SERVER_PID" 2>/dev/null || true
+stop_one() {
+    local pid=${SRV_PID[$1]:-}
+    [[ -n "$pid" ]] || return 0
+    kill -QUIT "$pid" 2>/dev/null || true
     local i
-    for ((i = 0; i < 100; i++)); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=
+    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    SRV_PID[$1]=
 }
+bench_stop_server() { stop_one default || true; stop_one kae || true; }
 
-# start_server PROVIDER ROUND -> SERVER_PID, SERVER_PIDS (master,workers), SERVER_LOG
+# start_server PROVIDER -> SRV_PID, SRV_PIDS (master,workers), SRV_LOG
 start_server() {
-    local provider=$1 round=$2 prefix="$WORK/run-$1-$2"
+    local provider=$1 prefix="$WORK/run-$1"
     mkdir -p "$prefix"
-    SERVER_LOG="$prefix/error.log"
+    SRV_LOG[$provider]="$prefix/error.log"
     OPENSSL_CONF="$WORK/openssl-$provider.cnf" KAE_LOG=info "${PIN_SERVER[@]}" \
-        "$NGINX" -p "$prefix/" -c "$WORK/nginx.conf" -e "$SERVER_LOG" </dev/null >/dev/null 2>"$prefix/stderr" &
-    SERVER_PID=$!
-    wait_port "$PORT" || { cat "$SERVER_LOG" "$prefix/stderr" >&2; bench_die "nginx did not start"; }
+        "$NGINX" -p "$prefix/" -c "$WORK/nginx-$provider.conf" -e "$prefix/error.log" \
+        </dev/null >/dev/null 2>"$prefix/stderr" &
+    SRV_PID[$provider]=$!
+    wait_port "${PORT[$provider]}" ||
+        { cat "$prefix/error.log" "$prefix/stderr" >&2; bench_die "nginx ($provider) did not start"; }
     local i workers=
     for ((i = 0; i < 100; i++)); do
-        workers=$(pgrep -P "$SERVER_PID" | paste -sd, -)
+        workers=$(pgrep -P "${SRV_PID[$provider]}" | paste -sd, -)
         [[ $(tr ',' '\n' <<<"$workers" | grep -c .) -ge $WORKERS ]] && break
         sleep 0.05
     done
-    SERVER_PIDS="$SERVER_PID,$workers"
+    SRV_PIDS[$provider]="${SRV_PID[$provider]},$workers"
 }
 
-bench_log "nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), $WORKERS worker(s); $(openssl version)"
-bench_log "server on CPU ${SERVER_CPUS}, kae-press on CPU ${CLIENT_CPUS}; $ROUNDS rounds x ${DURATION}s per measurement"
+bench_log "nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), $WORKERS worker(s) per instance; $(openssl version)"
+bench_log "servers on CPU ${SERVER_CPUS}, kae-press on CPU ${CLIENT_CPUS}; $ROUNDS rounds x ${DURATION}s per measurement"
 bench_log "flavours: $FLAVOURS; concurrency: $CONCURRENCY"
+start_server default
+start_server kae
 for ((r = 1; r <= ROUNDS; r++)); do
-    for provider in default kae; do
-        start_server "$provider" "$r"
-        for flavour in $FLAVOURS; do
-            for c in $CONCURRENCY; do
-                press "$flavour c=$c" "$provider" "$r" "$flavour" "$c" "$PORT" "$SERVER_PIDS"
-            done
+    for flavour in $FLAVOURS; do
+        for c in $CONCURRENCY; do
+            press_pair "$r" "$flavour" "$c"
         done
-        bench_stop_server
-        if [[ $provider == kae ]]; then check_kae_summary "$SERVER_LOG"; fi
     done
 done
+bench_stop_server
+check_kae_summary "${SRV_LOG[kae]}"
 
 bench_finish "nginx $WORKERS worker(s): default provider vs kae, full TLS handshakes"

@@ -477,6 +477,48 @@ unsafe extern "C" fn kae_gettable_params(_provctx: *mut c_void) -> *const OSSL_P
     std::panic::catch_unwind(|| PROVIDER_GETTABLE.0.as_ptr()).unwrap_or(core::ptr::null())
 }
 
+/// Lines handed out as `buildinfo` that must stay readable (OpenSSL asks for a pointer into
+/// provider memory), with the time the newest was made.
+static LIVE_INFO: Mutex<Option<(std::time::Instant, std::collections::VecDeque<CString>)>> =
+    Mutex::new(None);
+/// A new line at most once a second, the last LIVE_KEPT lines kept: a pointer stays valid
+/// for at least LIVE_KEPT seconds, with bounded memory however often get_params is polled.
+const LIVE_KEPT: usize = 64;
+
+/// `buildinfo` plus live numbers: OpenSSL 3.0's `openssl list -providers -verbose` prints
+/// the values of name, version, buildinfo and status only (the counter parameters appear
+/// by name), so this line is where an operator sees kae working without kae-stat: the
+/// active backend, this process's counters and the sum over every process with kae loaded.
+fn live_buildinfo() -> *const c_char {
+    let mut g = LIVE_INFO.lock().unwrap_or_else(|e| e.into_inner());
+    let now = std::time::Instant::now();
+    if let Some((made, lines)) = g.as_ref() {
+        if now.duration_since(*made) < std::time::Duration::from_secs(1) {
+            if let Some(l) = lines.back() {
+                return l.as_ptr();
+            }
+        }
+    }
+    let here = crate::stats::snapshot();
+    let all = crate::stats::live_pages(false);
+    let line = format!(
+        "{} | backend {} | this process: {} | {} process(es) with kae: {}",
+        BUILDINFO.to_string_lossy(),
+        crate::pool::backend_label().to_string_lossy(),
+        crate::stats::short_line(&here),
+        all.len(),
+        crate::stats::short_line(&crate::stats::total(&all)),
+    );
+    let line = CString::new(line).unwrap_or_else(|_| BUILDINFO.to_owned());
+    let (made, lines) = g.get_or_insert_with(|| (now, Default::default()));
+    *made = now;
+    lines.push_back(line);
+    if lines.len() > LIVE_KEPT {
+        lines.pop_front();
+    }
+    lines.back().map_or(BUILDINFO.as_ptr(), |l| l.as_ptr())
+}
+
 unsafe extern "C" fn kae_get_params(provctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
     // SAFETY: registry lookup.
     let prov = unsafe { ProvCtx::clone_arc(provctx) };
@@ -493,7 +535,10 @@ unsafe extern "C" fn kae_get_params(provctx: *mut c_void, params: *mut OSSL_PARA
                 p.set_utf8(VERSION)?;
             }
             if let Some(mut p) = ps.locate(c"buildinfo") {
-                p.set_utf8(BUILDINFO)?;
+                let kept = live_buildinfo();
+                // SAFETY: `kept` points into a line of LIVE_INFO, which keeps each line for
+                // at least LIVE_KEPT seconds after it stops being the current one.
+                unsafe { p.set_utf8_kept(CStr::from_ptr(kept))? };
             }
             if let Some(mut p) = ps.locate(c"status") {
                 p.set_int(1)?;

@@ -452,6 +452,101 @@ pub fn parse_page(bytes: &[u8]) -> Option<(u32, u64, String, Snapshot)> {
     Some((pid, start, backend, Snapshot(s)))
 }
 
+/// A live process's published counters.
+pub struct ProcPage {
+    pub pid: u32,
+    pub comm: String,
+    pub backend: String,
+    pub counters: Snapshot,
+}
+
+/// Start time (clock ticks since boot) of a live process, None if it does not exist.
+fn start_ticks_of(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+/// The pages of live processes under `stats_dir()`, by pid. Pages of dead processes (or of
+/// a pid now used by another process) are skipped, and removed when `remove_stale` is set.
+pub fn live_pages(remove_stale: bool) -> Vec<ProcPage> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(stats_dir()) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid_str) = name.to_str().and_then(|n| n.strip_prefix(FILE_PREFIX)) else {
+            continue;
+        };
+        let Ok(pid) = pid_str.parse::<u32>() else {
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(e.path()) else {
+            continue;
+        };
+        let Some((page_pid, page_start, backend, counters)) = parse_page(&bytes) else {
+            continue;
+        };
+        let alive = match start_ticks_of(pid) {
+            None => false,
+            // 0 = published right after fork, start time not recorded: trust the pid.
+            Some(t) => page_pid == pid && (page_start == 0 || page_start == t),
+        };
+        if !alive {
+            if remove_stale {
+                // Left behind by a process killed before it could clean up.
+                let _ = std::fs::remove_file(e.path());
+            }
+            continue;
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        out.push(ProcPage {
+            pid,
+            comm,
+            backend,
+            counters,
+        });
+    }
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+/// Sum over processes (the queue high-water mark is the largest, not a sum).
+pub fn total(pages: &[ProcPage]) -> Snapshot {
+    let mut t = [0u64; idx::COUNT];
+    for p in pages {
+        for (i, v) in t.iter_mut().enumerate() {
+            if i == idx::QUEUE_HIGH_WATER {
+                *v = (*v).max(p.counters.get(i));
+            } else {
+                *v += p.counters.get(i);
+            }
+        }
+    }
+    Snapshot(t)
+}
+
+/// One short line of the main counters (for the provider's live build-info line).
+pub fn short_line(s: &Snapshot) -> String {
+    format!(
+        "private ops {} ({} offloaded), public ops {}, errors {}, async pauses {}, fallbacks {}",
+        s.private_ok(),
+        s.get(idx::PRIVATE_OFFLOADED),
+        s.public_ok(),
+        s.errors(),
+        s.get(idx::ASYNC_PAUSES),
+        s.get(idx::FALLBACKS)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -196,3 +196,49 @@ fn page_of_a_recycled_pid_is_not_shown() {
     assert!(procs(&kae_stat(&dir, &["--json"])).is_empty());
     assert!(!dir.join(format!("kae-stats.{pid}")).exists());
 }
+
+/// `openssl list -providers -verbose` (a process of its own) shows in kae's build-info line
+/// the active backend and the private operations of every process with kae loaded.
+#[test]
+fn openssl_list_shows_live_counters_of_all_processes() {
+    let dir = tmpdir("list");
+    let moddir = module_dir(&dir);
+    let list = || -> String {
+        let out = Command::new("openssl")
+            .env("KAE_STATS_DIR", &dir)
+            .env("OPENSSL_CONF", "/dev/null")
+            .args(["list", "-providers", "-verbose", "-provider-path"])
+            .arg(&moddir)
+            .args(["-provider", "kae"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let info_line = |text: &str| -> String {
+        text.lines()
+            .find(|l| l.trim_start().starts_with("build info: kae"))
+            .unwrap_or_else(|| panic!("no kae build info line in:\n{text}"))
+            .to_string()
+    };
+    // Total private ops over all processes, as the line reports it.
+    let all_private = |line: &str| -> u64 {
+        let tail = line.split("process(es) with kae: private ops ").nth(1).unwrap();
+        tail.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let idle = info_line(&list());
+    assert!(idle.contains("| backend cpu |"), "{idle}");
+    assert!(idle.contains("1 process(es) with kae"), "only the list process: {idle}");
+    assert_eq!(all_private(&idle), 0, "{idle}");
+
+    let _signer = speed(&dir, &moddir, &[]);
+    wait_for("the signer's operations", Duration::from_secs(20), || {
+        let line = info_line(&list());
+        line.contains("2 process(es) with kae") && all_private(&line) > 0
+    });
+    let line = info_line(&list());
+    assert!(
+        line.contains("this process: private ops 0 "),
+        "the list process itself signs nothing: {line}"
+    );
+}

@@ -8,85 +8,13 @@
 //! Pages of processes that are gone (dead pid, or a pid reused by another process) are not
 //! shown and are removed.
 
-use kae::stats::{idx, parse_page, stats_dir, Snapshot, FILE_PREFIX, NAMES};
+use kae::stats::{idx, live_pages, stats_dir, total, ProcPage, Snapshot, NAMES};
 use std::time::Duration;
 
-struct Proc {
-    pid: u32,
-    comm: String,
-    backend: String,
-    counters: Snapshot,
-}
-
-/// Start time (clock ticks since boot) of a live process, None if it does not exist.
-fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit(')')
-        .next()?
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
-}
+type Proc = ProcPage;
 
 fn collect() -> Vec<Proc> {
-    let dir = stats_dir();
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return out;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid_str) = name.to_str().and_then(|n| n.strip_prefix(FILE_PREFIX)) else {
-            continue;
-        };
-        let Ok(pid) = pid_str.parse::<u32>() else {
-            continue;
-        };
-        let Ok(bytes) = std::fs::read(e.path()) else {
-            continue;
-        };
-        let Some((page_pid, page_start, backend, counters)) = parse_page(&bytes) else {
-            continue;
-        };
-        let alive = match start_ticks(pid) {
-            None => false,
-            // 0 = published right after fork, start time not recorded: trust the pid.
-            Some(t) => page_pid == pid && (page_start == 0 || page_start == t),
-        };
-        if !alive {
-            // Left behind by a process killed before it could clean up.
-            let _ = std::fs::remove_file(e.path());
-            continue;
-        }
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        out.push(Proc {
-            pid,
-            comm,
-            backend,
-            counters,
-        });
-    }
-    out.sort_by_key(|p| p.pid);
-    out
-}
-
-fn total(procs: &[Proc]) -> Snapshot {
-    let mut t = [0u64; idx::COUNT];
-    for p in procs {
-        for (i, v) in t.iter_mut().enumerate() {
-            // High-water marks do not add up: report the largest.
-            if i == idx::QUEUE_HIGH_WATER {
-                *v = (*v).max(p.counters.get(i));
-            } else {
-                *v += p.counters.get(i);
-            }
-        }
-    }
-    Snapshot(t)
+    live_pages(true)
 }
 
 fn json_counters(s: &Snapshot) -> String {

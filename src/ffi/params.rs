@@ -242,6 +242,21 @@ impl ParamMut<'_> {
             ok(unsafe { OSSL_PARAM_set_utf8_string(self.ptr, s.as_ptr()) })
         }
     }
+    /// Sets a UTF8 parameter from provider-kept memory: UTF8_PTR gets the pointer itself,
+    /// UTF8_STRING a copy.
+    ///
+    /// # Safety
+    /// `s` must point to a NUL-terminated string that stays valid for as long as the
+    /// requester may read a UTF8_PTR answer.
+    pub unsafe fn set_utf8_kept(&mut self, s: &CStr) -> KaeResult<()> {
+        if self.data_type() == OSSL_PARAM_UTF8_PTR {
+            // SAFETY: valid element; lifetime of s guaranteed by our caller.
+            ok(unsafe { OSSL_PARAM_set_utf8_ptr(self.ptr, s.as_ptr()) })
+        } else {
+            // SAFETY: valid element; libcrypto checks the buffer size.
+            ok(unsafe { OSSL_PARAM_set_utf8_string(self.ptr, s.as_ptr()) })
+        }
+    }
     /// Sets a UTF8_STRING from a transient string.
     pub fn set_utf8_owned(&mut self, s: &str) -> KaeResult<()> {
         let c = std::ffi::CString::new(s).map_err(|_| KaeError::InvalidParam)?;

@@ -316,6 +316,19 @@ unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut CipherCtx> {
     unsafe { p.cast::<CipherCtx>().as_mut() }
 }
 
+/// Runs `f` on the context inside the panic guard (errors are raised with the core); 0 when
+/// there is no context, or `f` fails or panics.
+fn with_ctx<E: Into<Failure>>(
+    ctx: Option<&mut CipherCtx>,
+    f: impl FnOnce(&mut CipherCtx) -> Result<c_int, E>,
+) -> c_int {
+    let Some(c) = ctx else {
+        return 0;
+    };
+    let core = c.prov.core;
+    guard(Some(&core), 0, || f(c))
+}
+
 unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {
     // SAFETY: provctx from the core.
     let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
@@ -365,12 +378,10 @@ unsafe fn op_init(
     params: *const OSSL_PARAM,
     decrypt: bool,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || c.init(key, params, decrypt).map(|_| 1))
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
+        c.init(key, params, decrypt).map(|_| 1)
+    })
 }
 
 unsafe extern "C" fn rsa_encrypt_init(
@@ -399,12 +410,8 @@ unsafe extern "C" fn rsa_encrypt(
     inp: *const c_uchar,
     inlen: usize,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, Failure> {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         let k = c.key()?.size();
         if outlen.is_null() {
             return Err(KaeError::NullParameter.into());
@@ -441,12 +448,8 @@ unsafe extern "C" fn rsa_decrypt(
     inp: *const c_uchar,
     inlen: usize,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, Failure> {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         let k = c.key()?.size();
         if outlen.is_null() {
             return Err(KaeError::NullParameter.into());
@@ -478,13 +481,9 @@ unsafe extern "C" fn rsa_decrypt(
 }
 
 unsafe extern "C" fn rsa_cipher_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
     // SAFETY: core array.
-    guard(Some(&core), 0, || {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
         c.get_params(&mut unsafe { ParamsMut::from_ptr(params) })
             .map(|_| 1)
     })
@@ -494,13 +493,9 @@ unsafe extern "C" fn rsa_cipher_set_ctx_params(
     ctx: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
     // SAFETY: core array.
-    guard(Some(&core), 0, || {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
         c.set_params(&unsafe { Params::from_ptr(params) })
             .map(|_| 1)
     })

@@ -538,6 +538,19 @@ unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut SigCtx> {
     unsafe { p.cast::<SigCtx>().as_mut() }
 }
 
+/// Runs `f` on the context inside the panic guard (errors are raised with the core); 0 when
+/// there is no context, or `f` fails or panics.
+fn with_ctx<E: Into<Failure>>(
+    ctx: Option<&mut SigCtx>,
+    f: impl FnOnce(&mut SigCtx) -> Result<c_int, E>,
+) -> c_int {
+    let Some(c) = ctx else {
+        return 0;
+    };
+    let core = c.prov.core;
+    guard(Some(&core), 0, || f(c))
+}
+
 unsafe extern "C" fn rsa_sig_newctx(provctx: *mut c_void, propq: *const c_char) -> *mut c_void {
     // SAFETY: provctx from the core.
     let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
@@ -588,12 +601,10 @@ unsafe fn op_init(
     params: *const OSSL_PARAM,
     op: Operation,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || c.init(key, params, op).map(|_| 1))
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
+        c.init(key, params, op).map(|_| 1)
+    })
 }
 
 unsafe extern "C" fn rsa_sign_init(
@@ -665,12 +676,8 @@ unsafe extern "C" fn rsa_sign(
     tbs: *const c_uchar,
     tbslen: usize,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, Failure> {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         // SAFETY: buffers from the caller, sizes as documented by provider-signature(7).
         unsafe {
             let tbs = crate::ffi::in_slice(tbs, tbslen)?;
@@ -686,12 +693,8 @@ unsafe extern "C" fn rsa_verify(
     tbs: *const c_uchar,
     tbslen: usize,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, Failure> {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         // SAFETY: caller buffers.
         let (sig, tbs) = unsafe {
             (
@@ -711,12 +714,8 @@ unsafe extern "C" fn rsa_verify_recover(
     sig: *const c_uchar,
     siglen: usize,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, Failure> {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         if routlen.is_null() {
             return Err(KaeError::NullParameter.into());
         }
@@ -747,14 +746,10 @@ unsafe fn digest_op_init(
     params: *const OSSL_PARAM,
     op: Operation,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    // SAFETY: NULL or C string.
+    // SAFETY: NULL or a C string (the core's contract).
     let mdname = unsafe { opt_cstr(mdname) };
-    guard(Some(&core), 0, || {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
         c.digest_init(mdname, key, params, op).map(|_| 1)
     })
 }
@@ -783,12 +778,8 @@ unsafe extern "C" fn rsa_digest_update(
     data: *const c_uchar,
     len: usize,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, KaeError> {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, KaeError> {
         // SAFETY: caller buffer.
         let data = unsafe { crate::ffi::in_slice(data, len)? };
         c.md_ctx
@@ -805,12 +796,8 @@ unsafe extern "C" fn rsa_digest_sign_final(
     siglen: *mut usize,
     sigsize: usize,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, Failure> {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         if sig.is_null() {
             // Size query: must not consume the running digest.
             // SAFETY: caller pointers.
@@ -827,12 +814,8 @@ unsafe extern "C" fn rsa_digest_verify_final(
     sig: *const c_uchar,
     siglen: usize,
 ) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, Failure> {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         let h = c.digest_final()?;
         // SAFETY: caller buffer.
         let sig = unsafe { crate::ffi::in_slice(sig, siglen)? };
@@ -841,26 +824,18 @@ unsafe extern "C" fn rsa_digest_verify_final(
 }
 
 unsafe extern "C" fn rsa_sig_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
     // SAFETY: core array.
-    guard(Some(&core), 0, || {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
         c.get_params(&mut unsafe { ParamsMut::from_ptr(params) })
             .map(|_| 1)
     })
 }
 
 unsafe extern "C" fn rsa_sig_set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
-    // SAFETY: ours.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    let core = c.prov.core;
     // SAFETY: core array.
-    guard(Some(&core), 0, || {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
         c.set_params(&unsafe { Params::from_ptr(params) })
             .map(|_| 1)
     })

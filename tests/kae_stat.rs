@@ -212,7 +212,11 @@ fn openssl_list_shows_live_counters_of_all_processes() {
             .args(["-provider", "kae"])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let info_line = |text: &str| -> String {
@@ -223,12 +227,18 @@ fn openssl_list_shows_live_counters_of_all_processes() {
     };
     // Total private ops over all processes, as the line reports it.
     let all_private = |line: &str| -> u64 {
-        let tail = line.split("process(es) with kae: private ops ").nth(1).unwrap();
+        let tail = line
+            .split("process(es) with kae: private ops ")
+            .nth(1)
+            .unwrap();
         tail.split_whitespace().next().unwrap().parse().unwrap()
     };
     let idle = info_line(&list());
     assert!(idle.contains("| backend cpu |"), "{idle}");
-    assert!(idle.contains("1 process(es) with kae"), "only the list process: {idle}");
+    assert!(
+        idle.contains("1 process(es) with kae"),
+        "only the list process: {idle}"
+    );
     assert_eq!(all_private(&idle), 0, "{idle}");
 
     let _signer = speed(&dir, &moddir, &[]);

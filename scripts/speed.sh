@@ -14,6 +14,9 @@
 #                    the command line kae serves RSA anyway (its default
 #                    provider is private), so this is a safety net that keeps
 #                    the numbers kae's if more providers get loaded  (default 1)
+#   ASYNC_JOBS       -async_jobs counts of the async rows, e.g. "1 2 4 8 16" for the
+#                    chart across job counts                  (default "8")
+#   ASYNC_ROWS       0: sync rows only                        (default 1)
 #   KEEP_LOGS        1: keep the raw speed output directory
 #   NO_BUILD         1: skip `cargo build --release`
 set -euo pipefail
@@ -23,6 +26,7 @@ ROOT=$PWD
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-2}
 ROUNDS=${ROUNDS:-3}
 ALGS=${ALGS:-rsa2048 rsa3072 rsa4096}
+ASYNC_JOBS=${ASYNC_JOBS:-8}
 KAE_PREFER=${KAE_PREFER:-1}
 OPENSSL=${OPENSSL:-openssl}
 read -r -a ALG_LIST <<<"$ALGS"
@@ -63,8 +67,13 @@ PROV_kae=(-provider-path "$MODDIR" -provider kae)
 # wall-clock throughput (-elapsed), which is what offload changes.
 MODES=("sync||")
 if [[ "${ASYNC_ROWS:-1}" == 1 ]]; then
-    MODES+=("multi1-async8|-multi 1|-multi 1 -async_jobs 8")
-    MODES+=("multi2-async8|-multi 2|-multi 2 -async_jobs 8")
+    for jobs in $ASYNC_JOBS; do
+        [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "speed.sh: ASYNC_JOBS: bad count '$jobs'" >&2; exit 2; }
+        MODES+=("multi1-async$jobs|-multi 1|-multi 1 -async_jobs $jobs")
+    done
+    for jobs in $ASYNC_JOBS; do
+        MODES+=("multi2-async$jobs|-multi 2|-multi 2 -async_jobs $jobs")
+    done
 fi
 
 # run_one LABEL MODE_NAME MODE_OPTS ROUND

@@ -5,195 +5,21 @@
 //!
 //! Every child process has a time limit and is killed when it runs over.
 
-mod common;
+mod procs;
 
-use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::os::unix::fs::symlink;
+use procs::{
+    openssl_in, rsa2048_speed_line, run, self_signed_cert_args, write_prefer_kae_config,
+    KaeSummary, SServer, TempDir,
+};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::process::Command;
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-const KAE_ENV: [&str; 7] = [
-    "KAE_QUEUES",
-    "KAE_QUEUE_DEPTH",
-    "KAE_ASYNC",
-    "KAE_BACKEND",
-    "KAE_LOG",
-    "KAE_LOAD_DEFAULT",
-    "KAE_SPIN_US",
-];
-
-fn openssl_bin() -> String {
-    std::env::var("KAE_TEST_OPENSSL").unwrap_or_else(|_| "openssl".to_string())
-}
-
-/// A scratch directory, removed unless the test failed.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let p = std::env::temp_dir().join(format!(
-            "kae-async-cli-{tag}-{}-{nanos}",
-            std::process::id()
-        ));
-        fs::create_dir_all(&p).unwrap_or_else(|e| panic!("create {}: {e}", p.display()));
-        TempDir(p)
-    }
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if thread::panicking() {
-            eprintln!("kept {}", self.0.display());
-        } else {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-/// A directory holding `kae.so` → the built module, for `-provider-path`.
-fn provider_dir(dir: &TempDir) -> String {
-    let d = dir.path().join("modules");
-    fs::create_dir_all(&d).unwrap();
-    symlink(common::module_path(), d.join("kae.so")).expect("symlink kae.so");
-    d.to_string_lossy().into_owned()
-}
-
-/// `openssl` with a clean environment (no inherited OpenSSL or kae settings).
-fn openssl(dir: &TempDir) -> Command {
-    let mut c = Command::new(openssl_bin());
-    c.current_dir(dir.path())
-        .env_remove("OPENSSL_CONF")
-        .env_remove("OPENSSL_MODULES")
-        .env_remove("OPENSSL_ENGINES");
-    for k in KAE_ENV {
-        c.env_remove(k);
-    }
-    c
-}
-
-struct Output {
-    cmd: String,
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Output {
-    fn describe(&self) -> String {
-        format!(
-            "command: {}\nstatus: {:?} (signal {:?})\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.cmd,
-            self.status.code(),
-            self.status.signal(),
-            self.stdout,
-            self.stderr
-        )
-    }
-}
-
-fn reader<R: Read + Send + 'static>(mut r: R) -> thread::JoinHandle<Vec<u8>> {
-    thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = r.read_to_end(&mut v);
-        v
-    })
-}
-
-fn wait_deadline(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(Some(st)) = child.try_wait() {
-            return Some(st);
-        }
-        if t0.elapsed() > limit {
-            return None;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Runs `cmd` with `input` on stdin; kills it and panics after `limit`.
-fn run(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Output {
-    let desc = format!("{cmd:?}");
-    cmd.stdin(if input.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {desc}: {e}"));
-    let mut stdin = child.stdin.take();
-    if let (Some(data), Some(mut w)) = (input.map(<[u8]>::to_vec), stdin.take()) {
-        thread::spawn(move || {
-            let _ = w.write_all(&data);
-        });
-    }
-    let out = reader(child.stdout.take().unwrap());
-    let err = reader(child.stderr.take().unwrap());
-    let (status, timed_out) = match wait_deadline(&mut child, limit) {
-        Some(st) => (st, false),
-        None => {
-            let _ = child.kill();
-            (child.wait().expect("wait"), true)
-        }
-    };
-    let o = Output {
-        cmd: desc,
-        status,
-        stdout: String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned(),
-        stderr: String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
-    };
-    if timed_out {
-        panic!("timed out after {limit:?}\n{}", o.describe());
-    }
-    o
-}
-
-/// kae's exit summary: (private ops, offloaded private ops, async pauses).
+/// kae's exit summary on `stderr`: (private ops, offloaded private ops, async pauses).
 fn parse_summary(stderr: &str) -> Option<(u64, u64, u64)> {
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("summary: private ops"))?;
-    let rest = line.split("summary: private ops").nth(1)?;
-    let private_part = rest.split(", public ops").next()?;
-    let total: u64 = private_part
-        .split_whitespace()
-        .next()?
-        .trim_end_matches(',')
-        .parse()
-        .ok()?;
-    let off_part = private_part.rsplit('(').next()?;
-    let offloaded: u64 = off_part
-        .strip_suffix(" offloaded)")
-        .or_else(|| off_part.split(" offloaded").next())?
-        .trim()
-        .parse()
-        .ok()?;
-    let pauses: u64 = line
-        .split("async pauses ")
-        .nth(1)?
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()?;
-    Some((total, offloaded, pauses))
+    KaeSummary::first_in(stderr).map(|s| (s.private.ok, s.private.offloaded, s.async_pauses))
 }
 
 #[test]
@@ -213,9 +39,9 @@ fn parse_summary_line() {
 /// with taskset and with `KAE_ASYNC` set; checks the speed line and returns kae's summary
 /// (private ops, offloaded, async pauses) and stderr.
 fn speed_async(pin_one_cpu: bool, kae_async: Option<&str>) -> (u64, u64, u64, String) {
-    let dir = TempDir::new("speed");
-    let pd = provider_dir(&dir);
-    let inner = openssl(&dir);
+    let dir = TempDir::new("async-cli-speed");
+    let pd = dir.provider_dir();
+    let inner = openssl_in(dir.path());
     let mut cmd = if pin_one_cpu {
         let mut c = Command::new("taskset");
         c.arg("-c").arg("0").arg(inner.get_program());
@@ -230,38 +56,26 @@ fn speed_async(pin_one_cpu: bool, kae_async: Option<&str>) -> (u64, u64, u64, St
     } else {
         inner
     };
-    cmd.args([
-        "speed",
-        "-provider-path",
-        &pd,
-        "-provider",
-        "kae",
-        "-async_jobs",
-        "8",
-        "-seconds",
-        "1",
-        "rsa2048",
-    ])
-    .env("KAE_LOG", "info");
+    cmd.args(["speed", "-provider-path"])
+        .arg(&pd)
+        .args([
+            "-provider",
+            "kae",
+            "-async_jobs",
+            "8",
+            "-seconds",
+            "1",
+            "rsa2048",
+        ])
+        .env("KAE_LOG", "info");
     if let Some(v) = kae_async {
         cmd.env("KAE_ASYNC", v);
     }
     let t0 = Instant::now();
-    let out = run(cmd, None, Duration::from_secs(60));
+    let out = run(&mut cmd, None, Duration::from_secs(60));
     eprintln!("speed ran in {:.2?}", t0.elapsed());
     assert!(out.status.success(), "speed failed\n{}", out.describe());
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.trim_start().starts_with("rsa 2048 bits"))
-        .unwrap_or_else(|| panic!("no 'rsa 2048 bits' line\n{}", out.describe()));
-    let nums: Vec<f64> = line
-        .split_whitespace()
-        .skip(3)
-        .map(|t| t.trim_end_matches('s').parse::<f64>())
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("non-numeric field in {line:?}: {e}\n{}", out.describe()));
-    assert!(nums.len() >= 4, "short speed line {line:?}");
+    let (line, nums) = rsa2048_speed_line(&out);
     assert!(
         nums.iter().all(|&x| x > 0.0),
         "zero field in {line:?}\n{}",
@@ -318,210 +132,38 @@ fn speed_async_jobs_one_cpu() {
 // openssl s_server -async -www
 // ---------------------------------------------------------------------------------------------
 
-fn write_config(dir: &TempDir) -> PathBuf {
-    let text = format!(
-        "openssl_conf = openssl_init\n\
-         \n\
-         [openssl_init]\n\
-         providers = provider_sect\n\
-         alg_section = algorithm_sect\n\
-         \n\
-         [provider_sect]\n\
-         kae = kae_sect\n\
-         default = default_sect\n\
-         \n\
-         [kae_sect]\n\
-         module = {}\n\
-         activate = 1\n\
-         \n\
-         [default_sect]\n\
-         activate = 1\n\
-         \n\
-         [algorithm_sect]\n\
-         default_properties = ?provider=kae\n",
-        common::module_path()
-    );
-    let p = dir.path().join("openssl.cnf");
-    fs::write(&p, text).unwrap();
-    p
-}
-
-struct Server {
-    child: Child,
-    _stdin: ChildStdin,
-    lines: Receiver<String>,
-    stdout: String,
-    stderr: Arc<Mutex<String>>,
-    port: u16,
-}
-
-impl Server {
-    fn start(dir: &TempDir, cfg: &Path, naccept: u32) -> Server {
-        let mut last = String::new();
-        for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let mut cmd = openssl(dir);
-            cmd.env("OPENSSL_CONF", cfg)
-                .env("KAE_LOG", "info")
-                .args([
-                    "s_server",
-                    "-accept",
-                    &format!("127.0.0.1:{port}"),
-                    "-cert",
-                    "srv.pem",
-                    "-key",
-                    "srv.key",
-                    "-async",
-                    "-naccept",
-                    &naccept.to_string(),
-                    "-www",
-                ])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            let mut child = cmd.spawn().expect("start s_server");
-            let stdin = child.stdin.take().unwrap();
-            let (tx, rx) = mpsc::channel();
-            let out = child.stdout.take().unwrap();
-            thread::spawn(move || {
-                for l in BufReader::new(out).lines() {
-                    let Ok(l) = l else { break };
-                    if tx.send(l).is_err() {
-                        break;
-                    }
-                }
-            });
-            let stderr = Arc::new(Mutex::new(String::new()));
-            let sink = stderr.clone();
-            let err = child.stderr.take().unwrap();
-            thread::spawn(move || {
-                for l in BufReader::new(err).lines() {
-                    let Ok(l) = l else { break };
-                    let mut s = sink.lock().unwrap();
-                    s.push_str(&l);
-                    s.push('\n');
-                }
-            });
-            let mut srv = Server {
-                child,
-                _stdin: stdin,
-                lines: rx,
-                stdout: String::new(),
-                stderr,
-                port,
-            };
-            let deadline = Instant::now() + Duration::from_secs(20);
-            loop {
-                match srv
-                    .lines
-                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                {
-                    Ok(l) => {
-                        srv.stdout.push_str(&l);
-                        srv.stdout.push('\n');
-                        if l.trim() == "ACCEPT" {
-                            return srv;
-                        }
-                    }
-                    Err(RecvTimeoutError::Timeout) => {
-                        panic!("s_server did not print ACCEPT in time\n{}", srv.describe())
-                    }
-                    Err(RecvTimeoutError::Disconnected) => {
-                        let _ = wait_deadline(&mut srv.child, Duration::from_secs(5));
-                        thread::sleep(Duration::from_millis(50));
-                        last = srv.describe();
-                        if last.contains("in use") || last.contains("bind") {
-                            break; // port taken meanwhile: try another
-                        }
-                        panic!("s_server exited before listening\n{last}");
-                    }
-                }
-            }
-        }
-        panic!("could not start s_server on a free port\n{last}");
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "s_server on port {}\n--- server stdout ---\n{}\n--- server stderr ---\n{}",
-            self.port,
-            self.stdout,
-            self.stderr.lock().unwrap()
-        )
-    }
-
-    /// Waits for the server to exit by itself (after -naccept connections).
-    fn finish(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            match self
-                .lines
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            {
-                Ok(l) => {
-                    self.stdout.push_str(&l);
-                    self.stdout.push('\n');
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    let _ = self.child.kill();
-                    panic!(
-                        "s_server did not exit after its connections\n{}",
-                        self.describe()
-                    );
-                }
-            }
-        }
-        let st = match wait_deadline(&mut self.child, Duration::from_secs(10)) {
-            Some(st) => st,
-            None => {
-                let _ = self.child.kill();
-                panic!("s_server did not exit\n{}", self.describe());
-            }
-        };
-        // Let the stderr reader collect the last lines (the exit summary).
-        thread::sleep(Duration::from_millis(100));
-        st
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// `openssl s_server -async -www` in `dir` with kae preferred (configuration `cfg`), serving
+/// `naccept` connections with `srv.pem` / `srv.key`.
+fn start_server(dir: &TempDir, cfg: &Path, naccept: u32) -> SServer {
+    SServer::start(|port| {
+        let mut cmd = openssl_in(dir.path());
+        cmd.env("OPENSSL_CONF", cfg).env("KAE_LOG", "info").args([
+            "s_server",
+            "-accept",
+            &format!("127.0.0.1:{port}"),
+            "-cert",
+            "srv.pem",
+            "-key",
+            "srv.key",
+            "-async",
+            "-naccept",
+            &naccept.to_string(),
+            "-www",
+        ]);
+        cmd
+    })
 }
 
 #[test]
 fn s_server_async_tls_handshakes_offload() {
-    let dir = TempDir::new("sserver");
+    let dir = TempDir::new("async-cli-sserver");
     let t0 = Instant::now();
     // Server certificate and key from the default provider alone.
-    let mut req = openssl(&dir);
-    req.args([
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-subj",
-        "/CN=kae-test",
-        "-keyout",
-        "srv.key",
-        "-out",
-        "srv.pem",
-        "-days",
-        "2",
-    ]);
-    let o = run(req, None, Duration::from_secs(60));
+    let mut req = openssl_in(dir.path());
+    req.args(self_signed_cert_args("srv.key", "srv.pem", "kae-test"));
+    let o = run(&mut req, None, Duration::from_secs(60));
     assert!(o.status.success(), "req failed\n{}", o.describe());
-    let cfg = write_config(&dir);
+    let cfg = write_prefer_kae_config(dir.path());
 
     let clients: [(&str, &[&str], &str, &str); 3] = [
         (
@@ -538,13 +180,13 @@ fn s_server_async_tls_handshakes_offload() {
         ),
         ("TLS 1.3", &["-tls1_3"], "TLSv1.3", "TLS_AES_256_GCM_SHA384"),
     ];
-    let mut srv = Server::start(&dir, &cfg, clients.len() as u32);
-    let connect = format!("127.0.0.1:{}", srv.port);
+    let mut srv = start_server(&dir, &cfg, clients.len() as u32);
+    let connect = srv.target();
     let mut failures = Vec::new();
     for (what, args, proto, cipher) in clients {
         // Client: default provider only (system config). -ign_eof: send the request, then
         // wait for the server's page and close.
-        let mut c = openssl(&dir);
+        let mut c = openssl_in(dir.path());
         c.args([
             "s_client",
             "-connect",
@@ -556,7 +198,11 @@ fn s_server_async_tls_handshakes_offload() {
             "-ign_eof",
         ])
         .args(args);
-        let out = run(c, Some(b"GET / HTTP/1.0\r\n\r\n"), Duration::from_secs(20));
+        let out = run(
+            &mut c,
+            Some(b"GET / HTTP/1.0\r\n\r\n"),
+            Duration::from_secs(20),
+        );
         let mut missing: Vec<String> = Vec::new();
         if !out.status.success() {
             missing.push(format!("exit status {:?}", out.status));
@@ -597,7 +243,7 @@ fn s_server_async_tls_handshakes_offload() {
         srv.stdout.contains("3 server accepts that finished"),
         "server did not finish 3 handshakes\n{ctx}"
     );
-    let stderr = srv.stderr.lock().unwrap().clone();
+    let stderr = srv.stderr_text();
     let (total, offloaded, pauses) = parse_summary(&stderr)
         .unwrap_or_else(|| panic!("no kae summary line in the server's stderr\n{ctx}"));
     eprintln!("server: {total} private ops, {offloaded} offloaded, {pauses} async pauses");

@@ -1,11 +1,11 @@
 //! End-to-end tests that drive the system `openssl` command-line tool with the
 //! kae provider module built by cargo.
 //!
-//! The module is found next to the test binary: `current_exe()` is
-//! `target/<profile>/deps/cli-<hash>`, so `target/<profile>/libkae.so` is two
-//! directories up. The `kae.so` name that `-provider kae` looks for may only
-//! exist for release builds, so each test process makes its own directory with
-//! a `kae.so` symlink and passes it as `-provider-path`.
+//! The module is the one `procs::module_path` finds next to the test binary
+//! (`target/<profile>/deps/libkae.so`, else `target/<profile>/libkae.so`). The
+//! `kae.so` name that `-provider kae` looks for may only exist for release
+//! builds, so each test process makes its own directory with a `kae.so`
+//! symlink and passes it as `-provider-path`.
 //!
 //! Every external command runs with a time limit; a command that hangs is
 //! killed and the test fails with what it printed so far.
@@ -14,26 +14,25 @@
 //! - `KAE_TEST_OPENSSL`: openssl binary to use (default `openssl` from PATH).
 //! - `KAE_TEST_KEEP=1`: keep the temporary directories of passing tests too
 //!   (those of failing tests are always kept and their path is printed).
+//! - `KAE_MODULE`: the provider module to test instead of the one cargo built.
 
+mod procs;
+
+use procs::{
+    module_path, openssl_in, provider_dir_at, rsa2048_speed_line, run, self_signed_cert_args,
+    KaeSummary, Output, SServer, TempDir, CMD_LIMIT,
+};
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::os::unix::fs::symlink;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------
 // Helpers: locations
 // ---------------------------------------------------------------------------
 
-/// Time limit for one ordinary openssl command.
-const CMD_TIMEOUT: Duration = Duration::from_secs(60);
 /// Time limit for a command run under `openssl speed`.
 const SPEED_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -45,59 +44,19 @@ const SPEED_TIMEOUT: Duration = Duration::from_secs(120);
 /// scheme ... Properties (provider=kae)".
 const KAE_PROPQ: &str = "provider=kae";
 
-fn openssl_bin() -> String {
-    std::env::var("KAE_TEST_OPENSSL").unwrap_or_else(|_| "openssl".to_string())
-}
-
-/// `target/<profile>`: the directory that holds the test's `deps/` folder.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe() failed");
-    exe.parent()
-        .and_then(Path::parent)
-        .unwrap_or_else(|| panic!("unexpected test binary location {}", exe.display()))
-        .to_path_buf()
-}
-
-/// The cdylib that cargo built for this test run.
-fn built_module() -> PathBuf {
-    let p = profile_dir().join("libkae.so");
-    assert!(
-        p.is_file(),
-        "provider module not found at {} (cargo builds the cdylib together with the tests)",
-        p.display()
-    );
-    p
-}
-
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A unique, freshly created directory under the system temp dir.
-fn unique_dir(tag: &str) -> PathBuf {
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let p = std::env::temp_dir().join(format!("kae-cli-{tag}-{}-{n}-{nanos}", std::process::id()));
-    fs::create_dir_all(&p).unwrap_or_else(|e| panic!("cannot create {}: {e}", p.display()));
-    p
-}
-
-/// Directory holding `kae.so -> target/<profile>/libkae.so`, for `-provider-path`.
+/// Directory holding `kae.so -> libkae.so`, for `-provider-path`.
 /// One per test process; stale ones of finished processes are removed.
 fn provider_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         remove_stale_provider_dirs();
-        let module = built_module();
         let d = std::env::temp_dir().join(format!("kae-cli-provider-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).expect("create provider dir");
-        symlink(&module, d.join("kae.so")).expect("symlink kae.so");
-        d
+        provider_dir_at(&d)
     })
 }
 
@@ -115,36 +74,6 @@ fn remove_stale_provider_dirs() {
     }
 }
 
-/// Temporary working directory of one test; removed when the test passes,
-/// kept (and printed) when it fails.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        TempDir(unique_dir(tag))
-    }
-    fn path(&self) -> &Path {
-        &self.0
-    }
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    /// `join` as a string, for command arguments.
-    fn p(&self, name: &str) -> String {
-        self.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if thread::panicking() || std::env::var_os("KAE_TEST_KEEP").is_some() {
-            eprintln!("kept test directory {}", self.0.display());
-        } else {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 /// Writes `<dir>/openssl.cnf` from `provider-conf/openssl-test.cnf.in`: kae
 /// (absolute module path) + default activated, `default_properties = ?provider=kae`.
 fn write_test_config(dir: &TempDir) -> PathBuf {
@@ -152,7 +81,7 @@ fn write_test_config(dir: &TempDir) -> PathBuf {
     let tpl = fs::read_to_string(&tpl_path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", tpl_path.display()));
     let text = tpl
-        .replace("@KAE_MODULE@", &built_module().to_string_lossy())
+        .replace("@KAE_MODULE@", &module_path().to_string_lossy())
         .replace("@CA_DIR@", &dir.path().to_string_lossy());
     assert!(
         !text.contains('@'),
@@ -167,94 +96,6 @@ fn write_test_config(dir: &TempDir) -> PathBuf {
 // ---------------------------------------------------------------------------
 // Helpers: running commands with a time limit
 // ---------------------------------------------------------------------------
-
-struct Output {
-    cmd: String,
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Output {
-    fn describe(&self) -> String {
-        format!(
-            "command: {}\nstatus: {:?} (signal {:?})\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.cmd,
-            self.status.code(),
-            self.status.signal(),
-            self.stdout,
-            self.stderr
-        )
-    }
-
-    /// Exit status 0, else panic with everything the command printed.
-    #[track_caller]
-    fn ok(self) -> Self {
-        assert!(self.status.success(), "command failed\n{}", self.describe());
-        self
-    }
-
-    /// A clean failure: a non-zero exit code, not a crash by signal.
-    #[track_caller]
-    fn failed_cleanly(self) -> Self {
-        assert!(
-            self.status.signal().is_none(),
-            "command was killed by a signal (crash?)\n{}",
-            self.describe()
-        );
-        assert!(
-            matches!(self.status.code(), Some(c) if c != 0),
-            "command unexpectedly succeeded\n{}",
-            self.describe()
-        );
-        self
-    }
-
-    #[track_caller]
-    fn stdout_has(&self, needle: &str) -> &Self {
-        assert!(
-            self.stdout.contains(needle),
-            "stdout lacks {needle:?}\n{}",
-            self.describe()
-        );
-        self
-    }
-}
-
-/// Operation counts from kae's teardown summary, logged on stderr with
-/// KAE_LOG=info as `... summary: private ops A ok / B failed, public ops C ok / D failed, ...`
-/// (summed over all summary lines).
-#[derive(Debug, Default, Clone, Copy)]
-struct KaeStats {
-    private_ok: u64,
-    private_failed: u64,
-    public_ok: u64,
-    public_failed: u64,
-}
-
-fn kae_stats(text: &str) -> Option<KaeStats> {
-    fn pair(line: &str, key: &str) -> Option<(u64, u64)> {
-        let rest = &line[line.find(key)? + key.len()..];
-        let mut nums = rest
-            .split(|c: char| !c.is_ascii_digit())
-            .filter(|t| !t.is_empty());
-        Some((nums.next()?.parse().ok()?, nums.next()?.parse().ok()?))
-    }
-    let mut total: Option<KaeStats> = None;
-    for line in text
-        .lines()
-        .filter(|l| l.contains("summary:") && l.contains("private ops"))
-    {
-        let (a, b) = pair(line, "private ops ")?;
-        let (c, d) = pair(line, "public ops ")?;
-        let t = total.get_or_insert_with(KaeStats::default);
-        t.private_ok += a;
-        t.private_failed += b;
-        t.public_ok += c;
-        t.public_failed += d;
-    }
-    total
-}
 
 /// Which kind of RSA operation a command must have had kae perform.
 #[derive(Clone, Copy, PartialEq)]
@@ -271,44 +112,23 @@ fn assert_kae_did(out: &Output, op: Op) {
     assert_kae_did_in(&out.stderr, op, &out.describe());
 }
 
+/// Proof from kae's teardown summaries on `stderr` (KAE_LOG=info; summed over
+/// all summary lines) that kae did at least one successful `op`.
 #[track_caller]
 fn assert_kae_did_in(stderr: &str, op: Op, ctx: &str) {
-    let st = kae_stats(stderr).unwrap_or_else(|| {
+    let st = KaeSummary::all_in(stderr).unwrap_or_else(|| {
         panic!(
             "no kae summary line on stderr (KAE_LOG=info): kae not loaded, or its log format changed?\n{ctx}"
         )
     });
-    let (n, kind) = match op {
-        Op::Private => (st.private_ok, "private"),
-        Op::Public => (st.public_ok, "public"),
+    let (n, kind): (u64, _) = match op {
+        Op::Private => (st.iter().map(|s| s.private.ok).sum(), "private"),
+        Op::Public => (st.iter().map(|s| s.public.ok).sum(), "public"),
     };
     assert!(
         n >= 1,
         "kae performed no successful {kind} RSA operation ({st:?}): served by another provider?\n{ctx}"
     );
-}
-
-fn spawn_reader<R: Read + Send + 'static>(mut r: R) -> thread::JoinHandle<Vec<u8>> {
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.read_to_end(&mut buf);
-        buf
-    })
-}
-
-fn wait_with_deadline(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(st)) => return Some(st),
-            Ok(None) => {}
-            Err(e) => panic!("waiting for child failed: {e}"),
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// A command to run: an openssl invocation plus stdin and a time limit.
@@ -336,7 +156,7 @@ impl Cmd {
         self
     }
     /// Add the options that load kae (and default) and select kae, and ask
-    /// kae for its exit summary (see `kae_stats`).
+    /// kae for its exit summary (see `assert_kae_did`).
     fn kae(self) -> Self {
         let dir = provider_dir().to_string_lossy().into_owned();
         self.args([
@@ -366,61 +186,19 @@ impl Cmd {
             input,
             timeout,
         } = self;
-        let desc = format!("{cmd:?}");
-        cmd.stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {desc}: {e}"));
-        if let Some(data) = input {
-            let mut stdin = child.stdin.take().expect("stdin");
-            thread::spawn(move || {
-                let _ = stdin.write_all(&data);
-            });
-        }
-        let out_t = spawn_reader(child.stdout.take().expect("stdout"));
-        let err_t = spawn_reader(child.stderr.take().expect("stderr"));
-        let (status, timed_out) = match wait_with_deadline(&mut child, timeout) {
-            Some(st) => (st, false),
-            None => {
-                let _ = child.kill();
-                (child.wait().expect("wait after kill"), true)
-            }
-        };
-        let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
-        let stderr = String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned();
-        let out = Output {
-            cmd: desc,
-            status,
-            stdout,
-            stderr,
-        };
-        if timed_out {
-            panic!("command timed out after {timeout:?}\n{}", out.describe());
-        }
-        out
+        run(&mut cmd, input.as_deref(), timeout)
     }
 }
 
 /// `openssl <args>` in `dir`, with the system configuration (default provider
-/// only): OPENSSL_CONF / OPENSSL_MODULES of the caller are dropped.
+/// only): OPENSSL_CONF / OPENSSL_MODULES and kae settings of the caller are dropped.
 fn openssl(dir: &TempDir, args: &[&str]) -> Cmd {
-    let mut cmd = Command::new(openssl_bin());
-    cmd.args(args)
-        .current_dir(dir.path())
-        .env_remove("OPENSSL_CONF")
-        .env_remove("OPENSSL_MODULES")
-        .env_remove("OPENSSL_ENGINES")
-        .env_remove("KAE_LOG");
+    let mut cmd = openssl_in(dir.path());
+    cmd.args(args);
     Cmd {
         cmd,
         input: None,
-        timeout: CMD_TIMEOUT,
+        timeout: CMD_LIMIT,
     }
 }
 
@@ -572,7 +350,7 @@ fn tampered_copy(src: &str, dst: &str) {
 
 #[test]
 fn list_providers_shows_kae_active() {
-    let dir = TempDir::new("list");
+    let dir = TempDir::new("cli-list");
     let out = openssl(&dir, &["list", "-providers"]).kae().run().ok();
     // Find the block of the kae provider and check its fields.
     let text = &out.stdout;
@@ -611,7 +389,7 @@ fn list_providers_shows_kae_active() {
 
 #[test]
 fn config_file_activates_kae() {
-    let dir = TempDir::new("conf");
+    let dir = TempDir::new("cli-conf");
     let cfg = write_test_config(&dir);
     let out = openssl(&dir, &["list", "-providers"]).conf(&cfg).run().ok();
     // The CLI carries on silently when a configured module fails to load, so
@@ -637,7 +415,7 @@ fn config_file_activates_kae() {
 
 #[test]
 fn kae_registers_rsa_algorithms() {
-    let dir = TempDir::new("algs");
+    let dir = TempDir::new("cli-algs");
     let check = |what: &str, names: &[&str]| {
         let out = openssl(&dir, &["list", what]).kae().run().ok();
         for name in names {
@@ -665,22 +443,7 @@ fn kae_registers_rsa_algorithms() {
 /// Checks for a line like `rsa 2048 bits 0.000974s 0.000026s   1026.7  38000.0`.
 #[track_caller]
 fn assert_rsa2048_speed_line(out: &Output) {
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.trim_start().starts_with("rsa 2048 bits"))
-        .unwrap_or_else(|| panic!("no 'rsa 2048 bits' line\n{}", out.describe()));
-    let nums: Vec<f64> = line
-        .split_whitespace()
-        .skip(3)
-        .map(|t| t.trim_end_matches('s').parse::<f64>())
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("non-numeric field in {line:?}: {e}\n{}", out.describe()));
-    assert!(
-        nums.len() >= 4,
-        "short speed line {line:?}\n{}",
-        out.describe()
-    );
+    let (line, nums) = rsa2048_speed_line(out);
     let (sign_s, verify_s) = (nums[nums.len() - 2], nums[nums.len() - 1]);
     assert!(
         sign_s > 0.0 && verify_s > 0.0,
@@ -697,7 +460,7 @@ fn assert_rsa2048_speed_line(out: &Output) {
 // must route the RSA work to kae again.
 #[test]
 fn speed_rsa2048_kae_only() {
-    let dir = TempDir::new("speed1");
+    let dir = TempDir::new("cli-speed1");
     let pd = provider_dir().to_string_lossy().into_owned();
     let out = openssl(
         &dir,
@@ -723,7 +486,7 @@ fn speed_rsa2048_kae_only() {
 
 #[test]
 fn speed_rsa2048_kae_and_default() {
-    let dir = TempDir::new("speed2");
+    let dir = TempDir::new("cli-speed2");
     let pd = provider_dir().to_string_lossy().into_owned();
     let out = openssl(
         &dir,
@@ -750,7 +513,7 @@ fn speed_rsa2048_kae_and_default() {
 fn speed_rsa2048_prefer_kae_config() {
     // speed ignores -propquery for RSA; default_properties from the config is
     // what makes its fetches pick kae.
-    let dir = TempDir::new("speed3");
+    let dir = TempDir::new("cli-speed3");
     let cfg = write_test_config(&dir);
     let out = openssl(&dir, &["speed", "-seconds", "1", "rsa2048"])
         .conf(&cfg)
@@ -769,7 +532,7 @@ fn speed_rsa2048_prefer_kae_config() {
 
 #[test]
 fn pkcs1_sign_verify_cross() {
-    let dir = TempDir::new("pkcs1");
+    let dir = TempDir::new("cli-pkcs1");
     for bits in [2048u32, 3072] {
         let (key, public) = gen_key(&dir, &format!("k{bits}"), "RSA", bits);
         let dgst = write_digest(&dir, &format!("m{bits}"));
@@ -810,7 +573,7 @@ fn pkcs1_sign_verify_cross() {
 #[test]
 fn dgst_sign_verify_cross() {
     // The digest-sign path (EVP_DigestSign*), as used by x509/TLS.
-    let dir = TempDir::new("dgst");
+    let dir = TempDir::new("cli-dgst");
     let (key, public) = gen_key(&dir, "k", "RSA", 2048);
     let msg = dir.p("msg.txt");
     fs::write(&msg, b"message for openssl dgst -sign\n").unwrap();
@@ -861,7 +624,7 @@ fn dgst_sign_verify_cross() {
 
 #[test]
 fn pss_sign_verify_cross() {
-    let dir = TempDir::new("pss");
+    let dir = TempDir::new("cli-pss");
     let (key, public) = gen_key(&dir, "k", "RSA", 2048);
     let dgst = write_digest(&dir, "m");
     for saltlen in ["digest", "max", "32", "0"] {
@@ -921,7 +684,7 @@ fn pss_sign_verify_cross() {
 #[test]
 fn rsa_pss_key_sign_verify_cross() {
     // Keys of type RSA-PSS (restricted to PSS) go through kae's RSA-PSS keymgmt.
-    let dir = TempDir::new("psskey");
+    let dir = TempDir::new("cli-psskey");
     let (key, public) = gen_key(&dir, "k", "RSA-PSS", 2048);
     let dgst = write_digest(&dir, "m");
     let opts = ["digest:sha256"];
@@ -938,7 +701,7 @@ fn rsa_pss_key_sign_verify_cross() {
 }
 
 fn encrypt_decrypt_cross(tag: &str, opts: &[&str], plain_len: usize) {
-    let dir = TempDir::new(tag);
+    let dir = TempDir::new(&format!("cli-{tag}"));
     let (key, public) = gen_key(&dir, "k", "RSA", 2048);
     let plain = dir.p("plain.bin");
     let data: Vec<u8> = (0..plain_len).map(|i| (i * 37 + 11) as u8).collect();
@@ -1000,7 +763,7 @@ fn pkcs1_encrypt_decrypt_cross() {
 fn genpkey_with_kae() {
     // Key generation through kae's keymgmt; the key is then checked and used
     // by the default provider alone.
-    let dir = TempDir::new("genpkey");
+    let dir = TempDir::new("cli-genpkey");
     let key = dir.p("kae.pem");
     openssl(
         &dir,
@@ -1073,7 +836,7 @@ fn assert_meaningful_error(out: &Output) {
 
 #[test]
 fn decrypt_garbage_fails_cleanly() {
-    let dir = TempDir::new("garbage");
+    let dir = TempDir::new("cli-garbage");
     let (key, _public) = gen_key(&dir, "k", "RSA", 2048);
     // Too short, too long, all-ones (>= modulus), and full-length random-ish.
     let cases: Vec<(&str, Vec<u8>)> = vec![
@@ -1179,36 +942,19 @@ fn decrypt_garbage_fails_cleanly() {
 
 #[test]
 fn req_x509_verify_signkey_and_ca() {
-    let dir = TempDir::new("x509");
+    let dir = TempDir::new("cli-x509");
     let cfg = write_test_config(&dir);
     let cfg_s = cfg.to_string_lossy().into_owned();
     let ca_key = dir.p("ca.key");
     let ca_pem = dir.p("ca.pem");
     // Self-signed CA made with kae preferred.
-    let made = openssl(
-        &dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=kae-test",
-            "-keyout",
-            &ca_key,
-            "-out",
-            &ca_pem,
-            "-days",
-            "2",
-            "-config",
-            &cfg_s,
-        ],
-    )
-    .conf(&cfg)
-    .kae_log()
-    .run()
-    .ok();
+    let made = openssl(&dir, &[])
+        .args(self_signed_cert_args(&ca_key, &ca_pem, "kae-test"))
+        .args(["-config", &cfg_s])
+        .conf(&cfg)
+        .kae_log()
+        .run()
+        .ok();
     assert_kae_did(&made, Op::Private);
     let text = openssl(&dir, &["x509", "-in", &ca_pem, "-noout", "-text"])
         .conf(&cfg)
@@ -1342,160 +1088,18 @@ fn req_x509_verify_signkey_and_ca() {
 // TLS: s_server with kae (prefer-kae config), s_client with default only
 // ---------------------------------------------------------------------------
 
-/// A running `openssl s_server`; killed on drop so a failing test never leaves it behind.
-struct Server {
-    child: Child,
-    _stdin: ChildStdin,
-    lines: Receiver<String>,
-    stdout: String,
-    stderr: Arc<Mutex<String>>,
-    err_thread: Option<thread::JoinHandle<()>>,
-    port: u16,
-}
-
-impl Server {
-    /// Starts s_server on a free 127.0.0.1 port (retrying a few ports) and
-    /// waits until it prints ACCEPT.
-    fn start(dir: &TempDir, cfg: &Path, extra: &[&str]) -> Server {
-        let mut last_err = String::new();
-        for _attempt in 0..5 {
-            let port = {
-                let l = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-                l.local_addr().unwrap().port()
-            };
-            let accept = format!("127.0.0.1:{port}");
-            let mut cmd = Command::new(openssl_bin());
-            cmd.current_dir(dir.path())
-                .env_remove("OPENSSL_MODULES")
-                .env("OPENSSL_CONF", cfg)
-                .env("KAE_LOG", "info")
-                .args([
-                    "s_server", "-accept", &accept, "-cert", "srv.pem", "-key", "srv.key",
-                    "-naccept", "1",
-                ])
-                .args(extra)
-                // stdin stays open (and silent): EOF on stdin would make s_server quit.
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            let mut child = cmd.spawn().expect("start s_server");
-            let stdin = child.stdin.take().unwrap();
-            let (tx, rx) = mpsc::channel();
-            let out = child.stdout.take().unwrap();
-            thread::spawn(move || {
-                for line in BufReader::new(out).lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-            let stderr = Arc::new(Mutex::new(String::new()));
-            let err_sink = Arc::clone(&stderr);
-            let err = child.stderr.take().unwrap();
-            let err_thread = thread::spawn(move || {
-                for line in BufReader::new(err).lines() {
-                    let Ok(line) = line else { break };
-                    let mut s = err_sink.lock().unwrap();
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            });
-            let mut server = Server {
-                child,
-                _stdin: stdin,
-                lines: rx,
-                stdout: String::new(),
-                stderr,
-                err_thread: Some(err_thread),
-                port,
-            };
-            let deadline = Instant::now() + Duration::from_secs(20);
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match server.lines.recv_timeout(left) {
-                    Ok(line) => {
-                        server.stdout.push_str(&line);
-                        server.stdout.push('\n');
-                        if line.trim() == "ACCEPT" {
-                            return server;
-                        }
-                    }
-                    Err(RecvTimeoutError::Timeout) => {
-                        panic!(
-                            "s_server did not print ACCEPT in time\n{}",
-                            server.describe()
-                        );
-                    }
-                    Err(RecvTimeoutError::Disconnected) => {
-                        // It exited before listening: retry on another port if the
-                        // port was taken, fail otherwise.
-                        let _ = server.child.wait();
-                        thread::sleep(Duration::from_millis(50));
-                        last_err = server.describe();
-                        if last_err.contains("in use") || last_err.contains("bind") {
-                            break;
-                        }
-                        panic!("s_server exited before listening\n{last_err}");
-                    }
-                }
-            }
-        }
-        panic!("could not start s_server on a free port\n{last_err}");
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "s_server on port {}\n--- server stdout ---\n{}\n--- server stderr ---\n{}",
-            self.port,
-            self.stdout,
-            self.stderr.lock().unwrap()
-        )
-    }
-
-    /// Waits for the server to exit (it serves one connection) and returns
-    /// its exit status; its complete stdout is then in `self.stdout`.
-    fn finish(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.stdout.push_str(&line);
-                    self.stdout.push('\n');
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    let _ = self.child.kill();
-                    panic!(
-                        "s_server did not finish after the connection\n{}",
-                        self.describe()
-                    );
-                }
-            }
-        }
-        let status = match wait_with_deadline(&mut self.child, Duration::from_secs(10)) {
-            Some(st) => st,
-            None => {
-                let _ = self.child.kill();
-                panic!("s_server did not exit\n{}", self.describe());
-            }
-        };
-        // The process is gone, so its stderr reaches EOF: collect all of it.
-        if let Some(t) = self.err_thread.take() {
-            let _ = t.join();
-        }
-        status
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// `openssl s_server` in `dir` with kae preferred (configuration `cfg`) serving
+/// one connection with `srv.pem` / `srv.key` and `extra` options.
+fn start_server(dir: &TempDir, cfg: &Path, extra: &[&str]) -> SServer {
+    SServer::start(|port| {
+        let mut cmd = openssl_in(dir.path());
+        cmd.env("OPENSSL_CONF", cfg)
+            .env("KAE_LOG", "info")
+            .args(["s_server", "-accept", &format!("127.0.0.1:{port}")])
+            .args(["-cert", "srv.pem", "-key", "srv.key", "-naccept", "1"])
+            .args(extra);
+        cmd
+    })
 }
 
 /// Runs one TLS handshake: server with kae preferred (config file), client
@@ -1507,31 +1111,15 @@ fn tls_handshake(
     proto: &str,
     cipher: &str,
 ) -> Output {
-    let dir = TempDir::new(tag);
+    let dir = TempDir::new(&format!("cli-{tag}"));
     let cfg = write_test_config(&dir);
     // Server certificate made by the default provider alone.
-    openssl(
-        &dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=kae-test",
-            "-keyout",
-            "srv.key",
-            "-out",
-            "srv.pem",
-            "-days",
-            "2",
-        ],
-    )
-    .run()
-    .ok();
-    let mut server = Server::start(&dir, &cfg, server_args);
-    let connect = format!("127.0.0.1:{}", server.port);
+    openssl(&dir, &[])
+        .args(self_signed_cert_args("srv.key", "srv.pem", "kae-test"))
+        .run()
+        .ok();
+    let mut server = start_server(&dir, &cfg, server_args);
+    let connect = server.target();
     let client = openssl(
         &dir,
         &[
@@ -1547,7 +1135,7 @@ fn tls_handshake(
     .args(client_args)
     .timeout(Duration::from_secs(30))
     .run();
-    let status = server.finish();
+    let status = server.finish(Duration::from_secs(20));
     let ctx = format!("{}\n{}", client.describe(), server.describe());
     assert!(client.status.success(), "s_client failed\n{ctx}");
     for want in [
@@ -1575,8 +1163,7 @@ fn tls_handshake(
         "server handshake not finished\n{ctx}"
     );
     // The server's RSA work (key-exchange decryption or handshake signature) was kae's.
-    let server_err = server.stderr.lock().unwrap().clone();
-    assert_kae_did_in(&server_err, Op::Private, &ctx);
+    assert_kae_did_in(&server.stderr_text(), Op::Private, &ctx);
     client
 }
 

@@ -2,47 +2,20 @@
 //! included), counters rise, pages vanish at exit, and pages of killed processes are neither
 //! shown nor left behind.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod procs;
 
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
+use procs::{openssl_without_config, run_ok, wait_until, KillOnDrop, TempDir};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-fn module_dir(tmp: &Path) -> PathBuf {
-    // openssl's -provider-path needs a kae.so; link it to the freshly built library.
-    let t = target_dir();
-    let lib = [t.join("deps/libkae.so"), t.join("libkae.so")]
-        .into_iter()
-        .find(|p| p.exists())
-        .expect("libkae.so");
-    let d = tmp.join("mod");
-    std::fs::create_dir_all(&d).unwrap();
-    let _ = std::os::unix::fs::symlink(lib, d.join("kae.so"));
-    d
-}
-
+/// `kae-stat <args>` reading the pages in `dir`; its stdout (panics unless it exits 0).
 fn kae_stat(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_kae-stat"))
-        .env("KAE_STATS_DIR", dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kae-stat failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kae-stat-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    run_ok(
+        Command::new(env!("CARGO_BIN_EXE_kae-stat"))
+            .env("KAE_STATS_DIR", dir)
+            .args(args),
+    )
 }
 
 /// (pid, private ops offloaded + inline) of each process in a --json snapshot.
@@ -76,19 +49,11 @@ fn procs(json: &str) -> Vec<(u32, u64)> {
     out
 }
 
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn speed(dir: &Path, moddir: &Path, extra: &[&str]) -> Kill {
-    Kill(
-        Command::new("openssl")
+/// `openssl speed` with kae (4 s of rsa2048) publishing its counters in `dir`; killed on drop.
+fn speed(dir: &Path, moddir: &Path, extra: &[&str]) -> KillOnDrop {
+    KillOnDrop(
+        openssl_without_config()
             .env("KAE_STATS_DIR", dir)
-            .env("OPENSSL_CONF", "/dev/null")
             .args(["speed", "-provider-path"])
             .arg(moddir)
             .args(["-provider", "kae", "-seconds", "4"])
@@ -101,37 +66,29 @@ fn speed(dir: &Path, moddir: &Path, extra: &[&str]) -> Kill {
     )
 }
 
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn no_process_says_so() {
-    let dir = tmpdir("empty");
-    assert!(kae_stat(&dir, &[]).contains("no process has kae loaded"));
-    assert!(procs(&kae_stat(&dir, &["--json"])).is_empty());
+    let dir = TempDir::new("stat-empty");
+    assert!(kae_stat(dir.path(), &[]).contains("no process has kae loaded"));
+    assert!(procs(&kae_stat(dir.path(), &["--json"])).is_empty());
 }
 
 #[test]
 fn forked_children_publish_their_own_counters_and_clean_up() {
-    let dir = tmpdir("multi");
-    let moddir = module_dir(&dir);
-    let mut child = speed(&dir, &moddir, &["-multi", "2", "-async_jobs", "4"]);
+    let dir = TempDir::new("stat-multi");
+    let moddir = dir.provider_dir();
+    let mut child = speed(dir.path(), &moddir, &["-multi", "2", "-async_jobs", "4"]);
     // Parent and both children have kae loaded; the children do the signing.
-    wait_for("two signing processes", Duration::from_secs(20), || {
-        procs(&kae_stat(&dir, &["--json"]))
+    wait_until("two signing processes", Duration::from_secs(20), || {
+        procs(&kae_stat(dir.path(), &["--json"]))
             .iter()
             .filter(|p| p.1 > 0)
             .count()
             >= 2
     });
-    let first = procs(&kae_stat(&dir, &["--json"]));
+    let first = procs(&kae_stat(dir.path(), &["--json"]));
     std::thread::sleep(Duration::from_millis(700));
-    let second = procs(&kae_stat(&dir, &["--json"]));
+    let second = procs(&kae_stat(dir.path(), &["--json"]));
     let rising = second
         .iter()
         .filter(|(pid, n)| first.iter().any(|(p, m)| p == pid && n > m))
@@ -142,30 +99,30 @@ fn forked_children_publish_their_own_counters_and_clean_up() {
     );
     let pids: std::collections::HashSet<u32> = second.iter().map(|p| p.0).collect();
     assert_eq!(pids.len(), second.len(), "one row per process");
-    let table = kae_stat(&dir, &[]);
+    let table = kae_stat(dir.path(), &[]);
     assert!(
         table.contains("TOTAL") && table.contains("openssl"),
         "{table}"
     );
     let status = child.0.wait().unwrap();
     assert!(status.success());
-    wait_for("pages removed at exit", Duration::from_secs(10), || {
+    wait_until("pages removed at exit", Duration::from_secs(10), || {
         std::fs::read_dir(&dir)
             .unwrap()
             .flatten()
             .all(|e| !e.file_name().to_string_lossy().starts_with("kae-stats."))
     });
-    assert!(kae_stat(&dir, &[]).contains("no process has kae loaded"));
+    assert!(kae_stat(dir.path(), &[]).contains("no process has kae loaded"));
 }
 
 #[test]
 fn killed_process_is_not_shown_and_its_page_is_removed() {
-    let dir = tmpdir("killed");
-    let moddir = module_dir(&dir);
-    let mut child = speed(&dir, &moddir, &["-async_jobs", "2"]);
+    let dir = TempDir::new("stat-killed");
+    let moddir = dir.provider_dir();
+    let mut child = speed(dir.path(), &moddir, &["-async_jobs", "2"]);
     let pid = child.0.id();
-    wait_for("the process to publish", Duration::from_secs(20), || {
-        procs(&kae_stat(&dir, &["--json"]))
+    wait_until("the process to publish", Duration::from_secs(20), || {
+        procs(&kae_stat(dir.path(), &["--json"]))
             .iter()
             .any(|p| p.0 == pid)
     });
@@ -174,7 +131,7 @@ fn killed_process_is_not_shown_and_its_page_is_removed() {
     let page = dir.join(format!("kae-stats.{pid}"));
     assert!(page.exists(), "a SIGKILLed process cannot remove its page");
     assert!(
-        !procs(&kae_stat(&dir, &["--json"]))
+        !procs(&kae_stat(dir.path(), &["--json"]))
             .iter()
             .any(|p| p.0 == pid),
         "dead pid not shown"
@@ -184,7 +141,7 @@ fn killed_process_is_not_shown_and_its_page_is_removed() {
 
 #[test]
 fn page_of_a_recycled_pid_is_not_shown() {
-    let dir = tmpdir("recycled");
+    let dir = TempDir::new("stat-recycled");
     // A well-formed page claiming to be our own (live) pid but with another start time.
     let mut bytes = vec![0u8; 256];
     bytes[..8].copy_from_slice(b"KAESTAT\0");
@@ -193,7 +150,7 @@ fn page_of_a_recycled_pid_is_not_shown() {
     bytes[12..16].copy_from_slice(&pid.to_le_bytes());
     bytes[16..24].copy_from_slice(&1u64.to_le_bytes()); // not our start time
     std::fs::write(dir.join(format!("kae-stats.{pid}")), &bytes).unwrap();
-    assert!(procs(&kae_stat(&dir, &["--json"])).is_empty());
+    assert!(procs(&kae_stat(dir.path(), &["--json"])).is_empty());
     assert!(!dir.join(format!("kae-stats.{pid}")).exists());
 }
 
@@ -201,23 +158,16 @@ fn page_of_a_recycled_pid_is_not_shown() {
 /// the active backend and the private operations of every process with kae loaded.
 #[test]
 fn openssl_list_shows_live_counters_of_all_processes() {
-    let dir = tmpdir("list");
-    let moddir = module_dir(&dir);
+    let dir = TempDir::new("stat-list");
+    let moddir = dir.provider_dir();
     let list = || -> String {
-        let out = Command::new("openssl")
-            .env("KAE_STATS_DIR", &dir)
-            .env("OPENSSL_CONF", "/dev/null")
-            .args(["list", "-providers", "-verbose", "-provider-path"])
-            .arg(&moddir)
-            .args(["-provider", "kae"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        run_ok(
+            openssl_without_config()
+                .env("KAE_STATS_DIR", dir.path())
+                .args(["list", "-providers", "-verbose", "-provider-path"])
+                .arg(&moddir)
+                .args(["-provider", "kae"]),
+        )
     };
     let info_line = |text: &str| -> String {
         text.lines()
@@ -241,8 +191,8 @@ fn openssl_list_shows_live_counters_of_all_processes() {
     );
     assert_eq!(all_private(&idle), 0, "{idle}");
 
-    let _signer = speed(&dir, &moddir, &[]);
-    wait_for("the signer's operations", Duration::from_secs(20), || {
+    let _signer = speed(dir.path(), &moddir, &[]);
+    wait_until("the signer's operations", Duration::from_secs(20), || {
         let line = info_line(&list());
         line.contains("2 process(es) with kae") && all_private(&line) > 0
     });

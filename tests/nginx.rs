@@ -16,33 +16,20 @@
 //! failure. `kae-press` and `kae-stat` are this crate's binaries (built by `cargo test`; or
 //! point KAE_PRESS / KAE_STAT at them): when missing, their tests fail.
 
-use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode, SslVersion};
+mod procs;
+
+use procs::{
+    free_port, https_get, module_path, openssl_without_config, run, run_ok, self_signed_cert_args,
+    wait_for, KaeSummary, TempDir, TlsFlavor,
+};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 // ---- locating things ------------------------------------------------------------------------
-
-fn module_path() -> PathBuf {
-    if let Ok(p) = std::env::var("KAE_MODULE") {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    for cand in [
-        deps.join("libkae.so"),
-        deps.parent().unwrap().join("libkae.so"),
-    ] {
-        if cand.exists() {
-            return cand;
-        }
-    }
-    panic!("libkae.so not found next to {}", exe.display());
-}
 
 /// One of this crate's binaries (`kae-press`, `kae-stat`): `$ENV_VAR`, then the path cargo
 /// gives integration tests, then the profile directory next to the module. Panics when absent:
@@ -109,37 +96,6 @@ fn need_nginx() -> Option<PathBuf> {
     }
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let d = std::env::temp_dir().join(format!("kae-{tag}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{:?} failed ({}): {}{}",
-        cmd,
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 // ---- processes ------------------------------------------------------------------------------
 
 /// Parent pid from /proc/PID/stat (None when the process is gone).
@@ -167,25 +123,12 @@ fn children(parent: u32) -> BTreeSet<u32> {
         .collect()
 }
 
-/// Polls `f` every 50 ms until it returns Some or `timeout` passes.
-fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if start.elapsed() > timeout {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A running nginx (master in the foreground, in its own process group). Dropping it kills
 /// the whole group: master, workers, and workers orphaned by a killed master.
 struct Nginx {
     child: Option<Child>,
-    dir: PathBuf,
+    /// Configuration, certificate, logs; removed after nginx is gone when the test passed.
+    dir: TempDir,
     port: u16,
     nginx: PathBuf,
     cnf: PathBuf,
@@ -195,22 +138,20 @@ impl Nginx {
     /// Writes the configs derived from the templates into a fresh temp dir, makes a key and
     /// certificate (default provider only) and starts nginx with kae through OPENSSL_CONF.
     fn start(nginx: PathBuf, tag: &str) -> Nginx {
-        let dir = temp_dir(tag);
+        let dir = TempDir::new(tag);
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
 
-        run(Command::new("openssl")
-            .env("OPENSSL_CONF", "/dev/null")
-            .args([
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            ])
-            .args(["-subj", "/CN=localhost"])
-            // Extensions make it an X.509 v3 certificate: rustls (kae-press's default client)
-            // rejects the v1 certificate `req -x509` makes without a config.
-            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-            .arg("-keyout")
-            .arg(dir.join("server.key"))
-            .arg("-out")
-            .arg(dir.join("server.crt")));
+        run_ok(
+            openssl_without_config()
+                .args(self_signed_cert_args(
+                    dir.join("server.key"),
+                    dir.join("server.crt"),
+                    "localhost",
+                ))
+                // Extensions make it an X.509 v3 certificate: rustls (kae-press's default
+                // client) rejects the v1 certificate `req -x509` makes without a config.
+                .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]),
+        );
 
         let port = free_port();
         let template = std::fs::read_to_string(manifest.join("provider-conf/nginx.conf")).unwrap();
@@ -250,15 +191,17 @@ impl Nginx {
         .unwrap();
 
         // Configuration check first: a clearer message than a server that never listens.
-        run(Command::new(&nginx)
-            .env("OPENSSL_CONF", &cnf)
-            .arg("-t")
-            .args(Self::location_args(&dir)));
+        run_ok(
+            Command::new(&nginx)
+                .env("OPENSSL_CONF", &cnf)
+                .arg("-t")
+                .args(Self::location_args(dir.path())),
+        );
 
         let child = Command::new(&nginx)
             .env("OPENSSL_CONF", &cnf)
             .env("KAE_LOG", "info")
-            .args(Self::location_args(&dir))
+            .args(Self::location_args(dir.path()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
@@ -332,10 +275,12 @@ impl Nginx {
 
     /// `nginx -s reload` (a separate nginx process that signals the master through the pid file).
     fn reload(&self) {
-        run(Command::new(&self.nginx)
-            .env("OPENSSL_CONF", &self.cnf)
-            .args(Self::location_args(&self.dir))
-            .args(["-s", "reload"]));
+        run_ok(
+            Command::new(&self.nginx)
+                .env("OPENSSL_CONF", &self.cnf)
+                .args(Self::location_args(self.dir.path()))
+                .args(["-s", "reload"]),
+        );
     }
 
     /// Graceful stop (SIGQUIT): workers finish and exit normally, so kae logs their summaries.
@@ -369,52 +314,16 @@ impl Drop for Nginx {
             let _ = c.kill();
             let _ = c.wait();
         }
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        } else {
-            eprintln!("nginx files kept in {}", self.dir.display());
-        }
+        // `dir` (a TempDir) goes next: removed unless the test failed.
     }
 }
 
 // ---- clients --------------------------------------------------------------------------------
 
-#[derive(Clone, Copy, Debug)]
-enum Flavor {
-    Tls12Rsa,
-    Tls12Ecdhe,
-    Tls13,
-}
-const FLAVORS: [Flavor; 3] = [Flavor::Tls12Rsa, Flavor::Tls12Ecdhe, Flavor::Tls13];
-
-/// One fresh connection (full handshake) and one HTTP/1.0 request, in this process.
-fn https_get(port: u16, flavor: Flavor) -> Result<(), String> {
-    let mut b = SslConnector::builder(SslMethod::tls_client()).map_err(|e| e.to_string())?;
-    b.set_verify(SslVerifyMode::NONE);
-    match flavor {
-        Flavor::Tls12Rsa => {
-            b.set_max_proto_version(Some(SslVersion::TLS1_2)).unwrap();
-            b.set_cipher_list("AES256-GCM-SHA384").unwrap();
-        }
-        Flavor::Tls12Ecdhe => {
-            b.set_max_proto_version(Some(SslVersion::TLS1_2)).unwrap();
-            b.set_cipher_list("ECDHE-RSA-AES256-GCM-SHA384").unwrap();
-        }
-        Flavor::Tls13 => b.set_min_proto_version(Some(SslVersion::TLS1_3)).unwrap(),
-    }
-    let tcp = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).ok();
-    let mut s = b
-        .build()
-        .configure()
-        .unwrap()
-        .verify_hostname(false)
-        .connect("localhost", tcp)
-        .map_err(|e| format!("{flavor:?}: {e}"))?;
-    s.write_all(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .map_err(|e| e.to_string())?;
-    let mut resp = String::new();
-    let _ = s.read_to_string(&mut resp);
+/// One fresh connection (full handshake) and one HTTP/1.0 request, in this process; the
+/// answer must be nginx's `ok`.
+fn https_get_ok(port: u16, flavor: TlsFlavor) -> Result<(), String> {
+    let resp = https_get(port, flavor)?;
     if resp.starts_with("HTTP/1.1 200") && resp.ends_with("\r\n\r\nok\n") {
         Ok(())
     } else {
@@ -425,7 +334,7 @@ fn https_get(port: u16, flavor: Flavor) -> Result<(), String> {
 /// `n` requests cycling through the flavours; panics with the first errors.
 fn load(port: u16, n: usize, nginx: &Nginx) {
     let errs: Vec<String> = (0..n)
-        .filter_map(|i| https_get(port, FLAVORS[i % 3]).err())
+        .filter_map(|i| https_get_ok(port, TlsFlavor::ALL[i % 3]).err())
         .collect();
     assert!(
         errs.is_empty(),
@@ -437,46 +346,36 @@ fn load(port: u16, n: usize, nginx: &Nginx) {
 }
 
 fn curl(port: u16) -> String {
-    run(Command::new("curl")
-        .env("OPENSSL_CONF", "/dev/null")
-        .args(["-sSk", "--max-time", "10"])
-        .arg(format!("https://127.0.0.1:{port}/")))
+    run_ok(
+        Command::new("curl")
+            .env("OPENSSL_CONF", "/dev/null")
+            .args(["-sSk", "--max-time", "10"])
+            .arg(format!("https://127.0.0.1:{port}/")),
+    )
 }
 
 /// `openssl s_client` with the given options; returns its stdout (handshake report + response).
 fn s_client(port: u16, opts: &[&str]) -> String {
-    let mut child = Command::new("openssl")
-        .env("OPENSSL_CONF", "/dev/null")
-        .arg("s_client")
-        .arg("-connect")
-        .arg(format!("127.0.0.1:{port}"))
-        .args(["-servername", "localhost", "-ign_eof"])
-        .args(opts)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("openssl s_client");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    // nginx closes an HTTP/1.0 connection after the answer; s_client then exits.
-    let status = wait_for(Duration::from_secs(15), || child.try_wait().unwrap());
-    if status.is_none() {
-        let _ = child.kill();
-    }
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        status.is_some() && out.status.success(),
-        "s_client {opts:?} failed ({:?}):\n{stdout}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    // nginx closes an HTTP/1.0 connection after the answer; s_client then exits (else it is
+    // killed after 15 s and this panics).
+    let out = run(
+        openssl_without_config()
+            .arg("s_client")
+            .arg("-connect")
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["-servername", "localhost", "-ign_eof"])
+            .args(opts),
+        Some(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n"),
+        Duration::from_secs(15),
     );
-    stdout
+    assert!(
+        out.status.success(),
+        "s_client {opts:?} failed ({:?}):\n{}{}",
+        out.status,
+        out.stdout,
+        out.stderr
+    );
+    out.stdout
 }
 
 // ---- a minimal JSON reader (for kae-stat's and kae-press's one-line outputs) ----------------
@@ -676,7 +575,7 @@ fn json_reader_reads_the_tool_lines() {
 
 /// Per-pid rows of `kae-stat --json`.
 fn kae_stat_rows() -> BTreeMap<u32, Json> {
-    let out = run(Command::new(kae_stat()).arg("--json"));
+    let out = run_ok(Command::new(kae_stat()).arg("--json"));
     let line = out
         .lines()
         .rev()
@@ -765,20 +664,15 @@ fn nginx_cli_clients_through_kae() {
 
     // Each full handshake costs the server one RSA private operation: curl + 3 × s_client.
     let logs = ngx.stop();
+    let summaries = KaeSummary::all_in(&logs).unwrap_or_default();
     let mut total = 0u64;
     for w in &workers {
-        let tag = format!("kae[{w}] summary: private ops ");
-        let line = logs
-            .lines()
-            .find(|l| l.contains(&tag))
+        let s = summaries
+            .iter()
+            .find(|s| s.pid == Some(*w))
             .unwrap_or_else(|| panic!("no kae summary of worker {w} in nginx's logs\n{logs}"));
-        let rest = &line[line.find(&tag).unwrap() + tag.len()..];
-        let ok: u64 = rest.split(' ').next().unwrap().parse().unwrap();
-        assert!(
-            rest.contains(" / 0 failed"),
-            "worker {w}: failed private ops: {line}"
-        );
-        total += ok;
+        assert_eq!(s.private.failed, 0, "worker {w}: failed private ops: {s:?}");
+        total += s.private.ok;
     }
     assert!(
         total >= 4,
@@ -825,11 +719,13 @@ fn nginx_kae_press_three_flavours() {
         (&["--tls", "1.3"], "1.3", "AES"),
     ];
     for (opts, proto, cipher) in runs {
-        let out = run(Command::new(&press)
-            .env("OPENSSL_CONF", "/dev/null")
-            .args(["-c", "4", "-n", &requests.to_string(), "--json"])
-            .args(opts)
-            .arg(&target));
+        let out = run_ok(
+            Command::new(&press)
+                .env("OPENSSL_CONF", "/dev/null")
+                .args(["-c", "4", "-n", &requests.to_string(), "--json"])
+                .args(opts)
+                .arg(&target),
+        );
         let line = out
             .lines()
             .rev()

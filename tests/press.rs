@@ -3,12 +3,16 @@
 //! server, all on 127.0.0.1. Every server is killed on drop and every
 //! kae-press run is time-limited.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod procs;
+
+use procs::{
+    free_port, openssl_without_config, run, run_ok, self_signed_cert_args, SServer, TempDir,
+};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -22,126 +26,33 @@ const RUN_LIMIT: Duration = Duration::from_secs(60);
 // Fixtures
 // ---------------------------------------------------------------------------
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A 2048-bit RSA key and self-signed certificate, made once per test run.
 fn cert() -> &'static (PathBuf, PathBuf) {
     static CERT: OnceLock<(TempDir, (PathBuf, PathBuf))> = OnceLock::new();
     &CERT
         .get_or_init(|| {
-            let dir = std::env::temp_dir().join(format!("kae-press-test-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).expect("temp dir");
+            let dir = TempDir::new("press-test");
             let key = dir.join("key.pem");
             let crt = dir.join("cert.pem");
-            let out = Command::new("openssl")
-                .env("OPENSSL_CONF", "/dev/null")
-                .args([
-                    "req",
-                    "-x509",
-                    "-newkey",
-                    "rsa:2048",
-                    "-nodes",
-                    "-subj",
-                    "/CN=localhost",
-                ])
-                .args(["-days", "2", "-keyout"])
-                .arg(&key)
-                .arg("-out")
-                .arg(&crt)
-                .stdin(Stdio::null())
-                .output()
-                .expect("run openssl req");
-            assert!(
-                out.status.success(),
-                "openssl req failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            (TempDir(dir), (key, crt))
+            run_ok(openssl_without_config().args(self_signed_cert_args(&key, &crt, "localhost")));
+            (dir, (key, crt))
         })
         .1
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind 127.0.0.1:0")
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `openssl s_server -www` on 127.0.0.1, killed on drop.
-struct SServer {
-    child: Child,
-    port: u16,
-}
-
-impl SServer {
-    fn start() -> SServer {
-        let (key, crt) = cert();
-        for _attempt in 0..5 {
-            let port = free_port();
-            let mut child = Command::new("openssl")
-                .env("OPENSSL_CONF", "/dev/null")
-                .args(["s_server", "-www", "-accept"])
-                .arg(format!("127.0.0.1:{port}"))
-                .arg("-key")
-                .arg(key)
-                .arg("-cert")
-                .arg(crt)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn openssl s_server");
-            // Wait for "ACCEPT"; keep draining stdout afterwards.
-            let stdout = child.stdout.take().unwrap();
-            let (tx, rx) = mpsc::channel();
-            thread::spawn(move || {
-                let mut r = BufReader::new(stdout);
-                let mut line = String::new();
-                let mut told = false;
-                loop {
-                    line.clear();
-                    match r.read_line(&mut line) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            if !told && line.starts_with("ACCEPT") {
-                                told = true;
-                                let _ = tx.send(());
-                            }
-                        }
-                    }
-                }
-            });
-            let server = SServer { child, port };
-            if rx.recv_timeout(Duration::from_secs(10)).is_ok() {
-                return server;
-            }
-            // Port taken or server failed: drop (kills it) and retry.
-        }
-        panic!("openssl s_server did not start");
-    }
-
-    fn target(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for SServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `openssl s_server -www` on 127.0.0.1 (default provider only), killed on drop.
+fn s_server_www() -> SServer {
+    let (key, crt) = cert();
+    SServer::start(|port| {
+        let mut cmd = openssl_without_config();
+        cmd.args(["s_server", "-www", "-accept"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-key")
+            .arg(key)
+            .arg("-cert")
+            .arg(crt);
+        cmd
+    })
 }
 
 /// A minimal HTTPS/1.1 keep-alive server (Content-Length, or chunked for
@@ -306,43 +217,20 @@ impl Run {
     }
 }
 
+/// `kae-press <args>` (no OpenSSL configuration), killed and failed after RUN_LIMIT.
 fn press(args: &[&str]) -> Run {
     let t0 = Instant::now();
-    let mut child = Command::new(PRESS)
-        .args(args)
-        .env("OPENSSL_CONF", "/dev/null")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn kae-press");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let to = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let te = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait kae-press") {
-            break st;
-        }
-        if t0.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("kae-press {args:?} ran longer than {RUN_LIMIT:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
+    let out = run(
+        Command::new(PRESS)
+            .args(args)
+            .env("OPENSSL_CONF", "/dev/null"),
+        None,
+        RUN_LIMIT,
+    );
     Run {
-        code: status.code(),
-        stdout: to.join().unwrap(),
-        stderr: te.join().unwrap(),
+        code: out.status.code(),
+        stdout: out.stdout,
+        stderr: out.stderr,
         elapsed: t0.elapsed(),
     }
 }
@@ -388,7 +276,7 @@ fn assert_clean(r: &Run, n: u64) -> Value {
 
 #[test]
 fn rustls_tls13_fresh_handshakes() {
-    let srv = SServer::start();
+    let srv = s_server_www();
     let r = press(&["-c", "4", "-n", "40", "--tls", "1.3", &srv.target()]);
     let j = assert_clean(&r, 40);
     assert_eq!(u(&j, "handshakes"), 40, "one full handshake per request");
@@ -408,7 +296,7 @@ fn rustls_tls13_fresh_handshakes() {
 
 #[test]
 fn rustls_tls12_ecdhe_rsa() {
-    let srv = SServer::start();
+    let srv = s_server_www();
     let r = press(&[
         "-c",
         "4",
@@ -439,7 +327,7 @@ fn rustls_refuses_rsa_key_exchange() {
 
 #[test]
 fn openssl_tls12_rsa_key_exchange() {
-    let srv = SServer::start();
+    let srv = s_server_www();
     let r = press(&[
         "--client",
         "openssl",
@@ -463,7 +351,7 @@ fn openssl_tls12_rsa_key_exchange() {
 
 #[test]
 fn openssl_tls13_and_cipher_list_implies_tls12() {
-    let srv = SServer::start();
+    let srv = s_server_www();
     let r = press(&["--client", "openssl", "-c", "2", "-n", "10", &srv.target()]);
     let j = assert_clean(&r, 10);
     assert_eq!(s(&j, "protocol"), "TLSv1.3");
@@ -553,7 +441,7 @@ fn fresh_mode_against_keep_alive_server_and_non_2xx() {
 
 #[test]
 fn server_pid_cpu_time() {
-    let srv = SServer::start();
+    let srv = s_server_www();
     let pid = srv.pid().to_string();
     let r = press(&["-c", "4", "-n", "100", "--server-pid", &pid, &srv.target()]);
     let j = assert_clean(&r, 100);
@@ -566,7 +454,7 @@ fn server_pid_cpu_time() {
 
 #[test]
 fn duration_mode_stops() {
-    let srv = SServer::start();
+    let srv = s_server_www();
     let r = press(&["-c", "2", "-d", "1", "--json", &srv.target()]);
     assert_eq!(r.code, Some(0), "{}", r.context());
     let j = r.json();

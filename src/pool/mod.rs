@@ -426,8 +426,9 @@ pub fn public_op(key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<(
 }
 
 fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
-    if kind == OpKind::Private && offload_async_jobs() {
-        if let Some(job) = AsyncJob::current() {
+    if kind == OpKind::Private {
+        // The job check first: it is a thread-local read, the decision needs getpid().
+        if let Some(job) = AsyncJob::current().filter(|_| offload_async_jobs()) {
             if let Some(pool) = current() {
                 return run_async(&pool, &job, kind, key, input, out);
             }

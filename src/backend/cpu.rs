@@ -20,6 +20,8 @@ pub type ComputeFn = fn(&mut Request);
 struct Queue {
     items: Mutex<VecDeque<Request>>,
     len: AtomicUsize,
+    /// Requests queued here or being computed by this queue's worker.
+    load: AtomicUsize,
     worker: Sleeper,
 }
 
@@ -30,7 +32,6 @@ struct Shared {
     in_flight: AtomicUsize,
     high_water: AtomicUsize,
     stop: AtomicBool,
-    next: AtomicUsize,
     compute: ComputeFn,
 }
 
@@ -53,6 +54,7 @@ impl CpuBackend {
                 .map(|_| Queue {
                     items: Mutex::new(VecDeque::with_capacity(depth)),
                     len: AtomicUsize::new(0),
+                    load: AtomicUsize::new(0),
                     worker: Sleeper::new(),
                 })
                 .collect(),
@@ -61,7 +63,6 @@ impl CpuBackend {
             in_flight: AtomicUsize::new(0),
             high_water: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
-            next: AtomicUsize::new(0),
             compute,
         });
         let mut workers = Vec::with_capacity(queues);
@@ -112,6 +113,7 @@ fn worker_loop(s: &Shared, idx: usize) {
         }
         // Out of flight before the waiters wake: whoever they wake sees consistent counts.
         let n = batch.len();
+        q.load.fetch_sub(n, Ordering::AcqRel);
         s.in_flight.fetch_sub(n, Ordering::AcqRel);
         crate::stats::in_flight_sub(n);
         s.completer.complete_all(&mut batch);
@@ -128,11 +130,17 @@ impl Backend for CpuBackend {
         if s.stop.load(Ordering::Acquire) {
             return Err(req);
         }
+        // The least loaded queue, ties to the lowest index: a lone request in flight (one
+        // connection, one async job) keeps going to the same worker, which is still spinning
+        // from the previous one, instead of waking a parked worker each time (round robin
+        // measured 0.80x of inline at -async_jobs 1 on two vCPUs). More requests spread.
         let n = s.queues.len();
-        let start = s.next.fetch_add(1, Ordering::Relaxed);
+        let first = (0..n)
+            .min_by_key(|&i| (s.queues[i].load.load(Ordering::Acquire), i))
+            .unwrap_or(0);
         let mut req = req;
         for i in 0..n {
-            let q = &s.queues[(start + i) % n];
+            let q = &s.queues[(first + i) % n];
             let mut items = q.items.lock().unwrap_or_else(|e| e.into_inner());
             if items.len() >= s.depth {
                 continue;
@@ -140,6 +148,7 @@ impl Backend for CpuBackend {
             items.push_back(req);
             let len = items.len();
             q.len.store(len, Ordering::Release);
+            q.load.fetch_add(1, Ordering::AcqRel);
             drop(items);
             s.in_flight.fetch_add(1, Ordering::AcqRel);
             s.high_water.fetch_max(len, Ordering::Relaxed);

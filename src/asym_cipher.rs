@@ -2,11 +2,12 @@
 //! default), OAEP, none, and the TLS premaster mode (RFC 5246 §7.4.7.1). Table at the bottom.
 
 use crate::error::KaeError;
+use crate::ffi::core::with_ctx;
 use crate::ffi::core::Failure;
 use crate::ffi::digest::Md;
+use crate::ffi::guard_ptr;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::ffi::{guard, guard_ptr};
 use crate::keymgmt::KeyObj;
 use crate::provider::{ProvCtx, Table};
 use crate::rsa::padding::{oaep, pkcs1};
@@ -316,17 +317,10 @@ unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut CipherCtx> {
     unsafe { p.cast::<CipherCtx>().as_mut() }
 }
 
-/// Runs `f` on the context inside the panic guard (errors are raised with the core); 0 when
-/// there is no context, or `f` fails or panics.
-fn with_ctx<E: Into<Failure>>(
-    ctx: Option<&mut CipherCtx>,
-    f: impl FnOnce(&mut CipherCtx) -> Result<c_int, E>,
-) -> c_int {
-    let Some(c) = ctx else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || f(c))
+impl crate::ffi::core::HasCore for CipherCtx {
+    fn core(&self) -> crate::ffi::core::Core {
+        self.prov.core
+    }
 }
 
 unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {

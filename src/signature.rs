@@ -3,11 +3,12 @@
 
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
+use crate::ffi::core::with_ctx;
 use crate::ffi::core::{opt_cstr, Failure};
 use crate::ffi::digest::{Md, MdCtx};
+use crate::ffi::guard_ptr;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::ffi::{guard, guard_ptr};
 use crate::keymgmt::KeyObj;
 use crate::provider::{ProvCtx, Table};
 use crate::rsa::padding::pss::SaltLen;
@@ -538,17 +539,10 @@ unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut SigCtx> {
     unsafe { p.cast::<SigCtx>().as_mut() }
 }
 
-/// Runs `f` on the context inside the panic guard (errors are raised with the core); 0 when
-/// there is no context, or `f` fails or panics.
-fn with_ctx<E: Into<Failure>>(
-    ctx: Option<&mut SigCtx>,
-    f: impl FnOnce(&mut SigCtx) -> Result<c_int, E>,
-) -> c_int {
-    let Some(c) = ctx else {
-        return 0;
-    };
-    let core = c.prov.core;
-    guard(Some(&core), 0, || f(c))
+impl crate::ffi::core::HasCore for SigCtx {
+    fn core(&self) -> crate::ffi::core::Core {
+        self.prov.core
+    }
 }
 
 unsafe extern "C" fn rsa_sig_newctx(provctx: *mut c_void, propq: *const c_char) -> *mut c_void {

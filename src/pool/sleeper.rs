@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(
             spin_for_gap(100, 0, 0),
             0,
-            "KAE_SPIN_MAX_US=0 turns spinning off"
+            "KAE_SPIN_US=0 with KAE_SPIN_MAX_US=0 turns spinning off"
         );
     }
 

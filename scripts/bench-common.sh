@@ -89,8 +89,44 @@ bench_init() {
         bench_die "provider-conf/openssl-nginx.cnf has no 'module = kae.so' line to rewrite"
 }
 
+# The two servers of the sourcing script, by provider ("default", "kae"): port, main pid, the
+# pids whose CPU time counts (comma list), log file. The script defines start_server PROVIDER
+# (filling these) and sets STOP_SIGNAL, the signal that makes its server exit normally (so
+# kae prints its summary).
+declare -A PORT SRV_PID SRV_PIDS SRV_LOG
+
+# stop_server PROVIDER: STOP_SIGNAL, up to 10 s to exit, then SIGKILL.
+stop_server() {
+    local pid=${SRV_PID[$1]:-}
+    [[ -n "$pid" ]] || return 0
+    kill "-$STOP_SIGNAL" "$pid" 2>/dev/null || true
+    local i
+    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    SRV_PID[$1]=
+}
+bench_stop_server() { stop_server default || true; stop_server kae || true; }
+
+# bench_run: starts both servers, runs press_pair for every round, flavour and concurrency,
+# stops them and checks that kae did the work.
+bench_run() {
+    start_server default
+    start_server kae
+    local r flavour c
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for flavour in $FLAVOURS; do
+            for c in $CONCURRENCY; do
+                press_pair "$r" "$flavour" "$c"
+            done
+        done
+    done
+    bench_stop_server
+    check_kae_summary "${SRV_LOG[kae]}"
+}
+
 bench_cleanup() {
-    if declare -F bench_stop_server >/dev/null; then bench_stop_server || true; fi
+    bench_stop_server || true
     if [[ -n "${WORK:-}" ]]; then
         if [[ "${KEEP_LOGS:-0}" == 1 ]]; then bench_log "logs kept in $WORK"; else rm -rf "$WORK"; fi
     fi

@@ -35,7 +35,6 @@ HAPROXY=${HAPROXY:-$(command -v haproxy || echo /usr/sbin/haproxy)}
 trap bench_cleanup EXIT
 bench_init haproxy-bench
 
-declare -A PORT SRV_PID SRV_PIDS SRV_LOG
 for provider in default kae; do
 PORT[$provider]=$(free_port)
 cat >"$WORK/haproxy-$provider.cfg" <<CFG
@@ -66,18 +65,8 @@ done
 OPENSSL_CONF="$WORK/openssl-kae.cnf" "$HAPROXY" -c -q -f "$WORK/haproxy-kae.cfg" ||
     bench_die "haproxy rejects the generated configuration"
 
-stop_one() {
-    local pid=${SRV_PID[$1]:-}
-    [[ -n "$pid" ]] || return 0
-    # SIGUSR1: soft stop; HAProxy exits normally, so kae prints its summary.
-    kill -USR1 "$pid" 2>/dev/null || true
-    local i
-    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    SRV_PID[$1]=
-}
-bench_stop_server() { stop_one default || true; stop_one kae || true; }
+# SIGUSR1: soft stop; HAProxy exits normally, so kae prints its summary.
+STOP_SIGNAL=USR1
 
 # start_server PROVIDER -> SRV_PID, SRV_PIDS (the same: one process), SRV_LOG
 start_server() {
@@ -92,17 +81,7 @@ start_server() {
 bench_log "$("$HAPROXY" -v | head -n1), nbthread $NBTHREAD, ssl-mode-async; $(openssl version)"
 bench_log "servers on CPU ${SERVER_CPUS}, kae-press on CPU ${CLIENT_CPUS}; $ROUNDS rounds x ${DURATION}s per measurement"
 bench_log "flavours: $FLAVOURS; concurrency: $CONCURRENCY; KAE_ASYNC=${KAE_ASYNC:-(unset: auto)}"
-start_server default
-start_server kae
-for ((r = 1; r <= ROUNDS; r++)); do
-    for flavour in $FLAVOURS; do
-        for c in $CONCURRENCY; do
-            press_pair "$r" "$flavour" "$c"
-        done
-    done
-done
-bench_stop_server
-check_kae_summary "${SRV_LOG[kae]}"
+bench_run
 grep -m1 'summary: private ops' "${SRV_LOG[kae]}" | sed 's/.*summary: /    kae: /' >&2 || true
 grep -m1 'compute inline' "${SRV_LOG[kae]}" | sed 's/.*INFO: /    kae: /' >&2 || true
 

@@ -40,7 +40,6 @@ bench_init nginx-bench
 
 # One nginx.conf per provider from the template: its own port, our worker count; each
 # instance runs in its own prefix directory (pid file, logs, temp dirs).
-declare -A PORT SRV_PID SRV_PIDS SRV_LOG
 for provider in default kae; do
     PORT[$provider]=$(free_port)
     sed -e "s|listen 127.0.0.1:8443 ssl;|listen 127.0.0.1:${PORT[$provider]} ssl;|" \
@@ -54,17 +53,8 @@ for provider in default kae; do
         bench_die "template: no worker_processes line"
 done
 
-stop_one() {
-    local pid=${SRV_PID[$1]:-}
-    [[ -n "$pid" ]] || return 0
-    kill -QUIT "$pid" 2>/dev/null || true
-    local i
-    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    SRV_PID[$1]=
-}
-bench_stop_server() { stop_one default || true; stop_one kae || true; }
+# SIGQUIT: graceful shutdown of master and workers.
+STOP_SIGNAL=QUIT
 
 # start_server PROVIDER -> SRV_PID, SRV_PIDS (master,workers), SRV_LOG
 start_server() {
@@ -89,16 +79,6 @@ start_server() {
 bench_log "nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), $WORKERS worker(s) per instance; $(openssl version)"
 bench_log "servers on CPU ${SERVER_CPUS}, kae-press on CPU ${CLIENT_CPUS}; $ROUNDS rounds x ${DURATION}s per measurement"
 bench_log "flavours: $FLAVOURS; concurrency: $CONCURRENCY"
-start_server default
-start_server kae
-for ((r = 1; r <= ROUNDS; r++)); do
-    for flavour in $FLAVOURS; do
-        for c in $CONCURRENCY; do
-            press_pair "$r" "$flavour" "$c"
-        done
-    done
-done
-bench_stop_server
-check_kae_summary "${SRV_LOG[kae]}"
+bench_run
 
 bench_finish "nginx $WORKERS worker(s): default provider vs kae, full TLS handshakes"

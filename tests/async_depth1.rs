@@ -80,19 +80,8 @@ fn depth_one_queue_many_jobs() {
                         rep.resumes,
                         rep.elapsed
                     );
-                    let mut problems = Vec::new();
-                    for (op, exp) in ops.iter().zip(expected) {
-                        match op.result() {
-                            Ok(out) if out == exp => {}
-                            Ok(out) => problems.push(format!(
-                                "{}: wrong output {} (expected {})",
-                                op.name,
-                                hex(&out),
-                                hex(&exp)
-                            )),
-                            Err(e) => problems.push(format!("{}: {e}", op.name)),
-                        }
-                    }
+                    let problems =
+                        check_outputs(ops.iter().zip(expected.iter().map(Vec::as_slice)));
                     Ok((ops.len() as u64, rep.pauses, problems))
                 })
             })
@@ -102,19 +91,7 @@ fn depth_one_queue_many_jobs() {
             .collect()
     });
     let after = counters(kae().prov);
-    let mut jobs = 0;
-    let mut seen_pauses = 0;
-    let mut problems = Vec::new();
-    for r in results {
-        match r {
-            Ok((n, ps, p)) => {
-                jobs += n;
-                seen_pauses += ps;
-                problems.extend(p);
-            }
-            Err(e) => problems.push(e),
-        }
-    }
+    let (jobs, seen_pauses, problems) = sum_thread_reports(results);
     eprintln!(
         "{jobs} jobs in {:.2?}; counters after: {after:?}",
         t0.elapsed()

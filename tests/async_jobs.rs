@@ -100,28 +100,7 @@ fn mixed_case(tag: &str, i: u64, callback: bool) -> Case {
 
 /// Checks every finished job's output; returns the problems found.
 fn check_cases(cases: &[Case]) -> Vec<String> {
-    let mut problems = Vec::new();
-    for c in cases {
-        match c.op.result() {
-            Ok(out) if out == c.expected => {}
-            Ok(out) => problems.push(format!(
-                "{}: wrong output\n    got      {}\n    expected {}",
-                c.op.name,
-                hex(&out),
-                hex(&c.expected)
-            )),
-            Err(e) => problems.push(format!(
-                "{}: failed (ret {}): {e}: {}",
-                c.op.name,
-                c.op.ret,
-                take_errors("job")
-            )),
-        }
-        if c.op.state == async_support::State::Finished && c.op.ret != 1 {
-            problems.push(format!("{}: job function returned {}", c.op.name, c.op.ret));
-        }
-    }
-    problems
+    check_outputs(cases.iter().map(|c| (&c.op, &c.expected[..])))
 }
 
 /// Runs `per_thread` jobs at once on each of `threads` threads, `rounds` times; returns
@@ -195,20 +174,7 @@ fn run_threads(
             .map(|h| h.join().unwrap_or_else(|_| Err("thread panicked".into())))
             .collect()
     });
-    let mut total = 0;
-    let mut pauses = 0;
-    let mut problems = Vec::new();
-    for r in results {
-        match r {
-            Ok((n, ps, p)) => {
-                total += n;
-                pauses += ps;
-                problems.extend(p);
-            }
-            Err(e) => problems.push(e),
-        }
-    }
-    (total, pauses, problems)
+    sum_thread_reports(results)
 }
 
 /// Counter checks after `jobs` jobs during which the application saw `seen_pauses`

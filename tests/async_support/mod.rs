@@ -304,6 +304,52 @@ impl Drop for AsyncOp {
     }
 }
 
+/// Problems of finished jobs: an error, an output other than the expected bytes, or a job
+/// function that returned something other than 1.
+pub fn check_outputs<'a>(jobs: impl IntoIterator<Item = (&'a AsyncOp, &'a [u8])>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (op, expected) in jobs {
+        match op.result() {
+            Ok(out) if out == expected => {}
+            Ok(out) => problems.push(format!(
+                "{}: wrong output\n    got      {}\n    expected {}",
+                op.name,
+                crate::common::hex(&out),
+                crate::common::hex(expected)
+            )),
+            Err(e) => problems.push(format!(
+                "{}: failed (ret {}): {e}: {}",
+                op.name,
+                op.ret,
+                crate::common::take_errors("job")
+            )),
+        }
+        if op.state == State::Finished && op.ret != 1 {
+            problems.push(format!("{}: job function returned {}", op.name, op.ret));
+        }
+    }
+    problems
+}
+
+/// What one test thread reports: jobs run, pauses seen, problems found.
+pub type ThreadReport = Result<(u64, u64, Vec<String>), String>;
+
+/// Sums the reports of the test threads; a thread that failed or panicked is a problem.
+pub fn sum_thread_reports(reports: Vec<ThreadReport>) -> (u64, u64, Vec<String>) {
+    let (mut jobs, mut pauses, mut problems) = (0, 0, Vec::new());
+    for r in reports {
+        match r {
+            Ok((n, ps, p)) => {
+                jobs += n;
+                pauses += ps;
+                problems.extend(p);
+            }
+            Err(e) => problems.push(e),
+        }
+    }
+    (jobs, pauses, problems)
+}
+
 /// What happened while driving a set of jobs.
 #[derive(Debug, Default, Clone)]
 pub struct DriveReport {

@@ -55,7 +55,7 @@ impl Default for Config {
     }
 }
 
-fn parse_bool(v: &str) -> Option<bool> {
+pub(crate) fn parse_bool(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "yes" | "on" | "true" => Some(true),
         "0" | "no" | "off" | "false" => Some(false),

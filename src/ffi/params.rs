@@ -234,13 +234,8 @@ impl ParamMut<'_> {
     /// Sets a UTF8_STRING (copied into the caller's buffer) or a UTF8_PTR (pointer to a
     /// static string).
     pub fn set_utf8(&mut self, s: &'static CStr) -> KaeResult<()> {
-        if self.data_type() == OSSL_PARAM_UTF8_PTR {
-            // SAFETY: valid element; s is 'static.
-            ok(unsafe { OSSL_PARAM_set_utf8_ptr(self.ptr, s.as_ptr()) })
-        } else {
-            // SAFETY: valid element; libcrypto checks the buffer size.
-            ok(unsafe { OSSL_PARAM_set_utf8_string(self.ptr, s.as_ptr()) })
-        }
+        // SAFETY: s is 'static.
+        unsafe { self.set_utf8_kept(s) }
     }
     /// Sets a UTF8 parameter from provider-kept memory: UTF8_PTR gets the pointer itself,
     /// UTF8_STRING a copy.

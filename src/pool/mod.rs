@@ -58,13 +58,12 @@ pub enum AsyncMode {
 }
 
 impl AsyncMode {
+    /// `auto`, or any yes/no spelling the other boolean settings accept.
     pub fn parse(s: &str) -> Option<AsyncMode> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Some(AsyncMode::Auto),
-            "1" | "yes" | "on" | "true" => Some(AsyncMode::On),
-            "0" | "no" | "off" | "false" => Some(AsyncMode::Off),
-            _ => None,
+        if s.trim().eq_ignore_ascii_case("auto") {
+            return Some(AsyncMode::Auto);
         }
+        crate::provider::parse_bool(s).map(|on| if on { AsyncMode::On } else { AsyncMode::Off })
     }
 
     pub fn name(self) -> &'static str {

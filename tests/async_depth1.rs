@@ -96,12 +96,7 @@ fn depth_one_queue_many_jobs() {
         "{jobs} jobs in {:.2?}; counters after: {after:?}",
         t0.elapsed()
     );
-    assert!(
-        problems.is_empty(),
-        "{} problems:\n  {}",
-        problems.len(),
-        problems.join("\n  ")
-    );
+    Problems(problems).finish();
     assert_eq!(jobs, THREADS * JOBS_PER_THREAD);
     let off = after.delta(&before, "ops-private-offloaded");
     let full = after.delta(&before, "queue-full-retries");

@@ -256,12 +256,7 @@ fn fd_wakeup_three_threads_eight_jobs_each() {
     let (jobs, pauses, problems) = run_threads("fd", 3, 8, 2, false);
     let after = now_counters();
     eprintln!("{jobs} jobs in {:.2?}", t0.elapsed());
-    assert!(
-        problems.is_empty(),
-        "{} problems:\n  {}",
-        problems.len(),
-        problems.join("\n  ")
-    );
+    Problems(problems).finish();
     assert_eq!(jobs, 3 * 8 * 2);
     assert_offloaded(&before, &after, jobs, pauses);
     assert_eq!(after.backend, "cpu", "backend parameter");
@@ -278,12 +273,7 @@ fn callback_wakeup() {
     let before = now_counters();
     let (jobs, pauses, problems) = run_threads("cb", 2, 8, 2, true);
     let after = now_counters();
-    assert!(
-        problems.is_empty(),
-        "{} problems:\n  {}",
-        problems.len(),
-        problems.join("\n  ")
-    );
+    Problems(problems).finish();
     assert_eq!(jobs, 2 * 8 * 2);
     assert_offloaded(&before, &after, jobs, pauses);
 }
@@ -374,12 +364,7 @@ fn job_freed_while_paused() {
         .map(|(op, expected)| Case { op, expected })
         .collect();
     let problems = check_cases(&cases);
-    assert!(
-        problems.is_empty(),
-        "{} problems:\n  {}",
-        problems.len(),
-        problems.join("\n  ")
-    );
+    Problems(problems).finish();
     inline_still_works(6100);
     // And on another thread, with a fresh ASYNC pool.
     seen_pauses += std::thread::spawn(|| {
@@ -508,12 +493,7 @@ fn spurious_resume_pauses_again() {
         seen_pauses += c.op.pauses as u64;
     }
     let after = now_counters();
-    assert!(
-        problems.is_empty(),
-        "{} problems:\n  {}",
-        problems.len(),
-        problems.join("\n  ")
-    );
+    Problems(problems).finish();
     assert!(
         observed >= 1,
         "never managed to resume a job before its result was ready in {attempts} attempts"

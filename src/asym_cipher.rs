@@ -214,29 +214,40 @@ impl CipherCtx {
         Ok(())
     }
 
-    /// Decrypts into a fresh buffer (the caller copies what fits).
-    fn decrypt(&mut self, ct: &[u8]) -> Result<Zeroizing<Vec<u8>>, Failure> {
+    /// The most a decryption can return: 48 bytes in TLS premaster mode, else k. The caller's
+    /// buffer must hold this much before any private-key work (as OpenSSL's `rsa_enc.c`), so
+    /// whether a decryption succeeds never depends on the secret message length.
+    fn max_output(&self) -> Result<usize, KaeError> {
+        Ok(if self.tls_mode() {
+            TLS_PREMASTER_LEN
+        } else {
+            self.key()?.size()
+        })
+    }
+
+    /// Decrypts into a buffer of exactly `max_output()` bytes: the message is at its front,
+    /// the rest is zero, and the message length comes back beside it. The caller copies the
+    /// whole buffer, so neither the copy nor the length store branches on the length.
+    fn decrypt(&mut self, ct: &[u8]) -> Result<(Zeroizing<Vec<u8>>, usize), Failure> {
         let key = self.key.clone().ok_or(KaeError::MissingKey)?;
         let k = key.size();
-        // RFC 8017 §7.1.2 / §7.2.2 step 1: the ciphertext is exactly k octets.
-        if ct.len() != k {
-            let r = if ct.len() > k {
-                KaeError::DataTooLargeForModulus
-            } else {
-                KaeError::InvalidLength
-            };
+        // Like OpenSSL's default provider, a ciphertext shorter than the modulus is the
+        // big-endian integer it spells (leading zeros implied); only a longer one is refused.
+        // Both lengths are public.
+        if ct.len() > k {
             return Err(Failure::with(
-                r,
+                KaeError::DataTooLargeForModulus,
                 format!("ciphertext is {} bytes, modulus {k}", ct.len()),
             ));
         }
         self.check_label_use()?;
-        let c = ct.to_vec();
+        let mut c = vec![0u8; k];
+        c[k - ct.len()..].copy_from_slice(ct);
         let mut em = Zeroizing::new(vec![0u8; k]);
         crate::pool::private_op(&key, &c, &mut em)?;
-        let mut out = Zeroizing::new(vec![0u8; k]);
+        let mut out = Zeroizing::new(vec![0u8; self.max_output()?]);
         let len = match self.pad {
-            PadMode::Pkcs1 | PadMode::Pkcs1Tls if self.client_version != 0 => {
+            PadMode::Pkcs1Tls if self.client_version != 0 => {
                 let mut pm = [0u8; TLS_PREMASTER_LEN];
                 let negotiated =
                     (self.negotiated_version != 0).then_some(self.negotiated_version as u16);
@@ -247,7 +258,7 @@ impl CipherCtx {
                     &self.prov.private_rng(),
                     &mut pm,
                 )?;
-                out[..TLS_PREMASTER_LEN].copy_from_slice(&pm);
+                out.copy_from_slice(&pm);
                 zeroize::Zeroize::zeroize(&mut pm);
                 TLS_PREMASTER_LEN
             }
@@ -281,14 +292,15 @@ impl CipherCtx {
             }
             _ => return Err(KaeError::InvalidPaddingMode.into()),
         };
-        out.truncate(len);
-        Ok(out)
+        Ok((out, len))
     }
 
     /// Decrypting a TLS premaster secret (RFC 5246 §7.4.7.1): constant-time version check,
-    /// random premaster instead of any padding error.
+    /// random premaster instead of any padding error. As in OpenSSL's default provider, only
+    /// the padding mode RSA_PKCS1_WITH_TLS_PADDING selects it (libssl sets it); plain
+    /// "pkcs1" with a client version set stays plain PKCS#1.
     fn tls_mode(&self) -> bool {
-        matches!(self.pad, PadMode::Pkcs1 | PadMode::Pkcs1Tls) && self.client_version != 0
+        self.pad == PadMode::Pkcs1Tls
     }
 
     fn try_clone(&self) -> CipherCtx {
@@ -444,31 +456,32 @@ unsafe extern "C" fn rsa_decrypt(
 ) -> c_int {
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        let k = c.key()?.size();
         if outlen.is_null() {
             return Err(KaeError::NullParameter.into());
         }
+        let max = c.max_output()?;
         if out.is_null() {
             // SAFETY: valid out-pointer.
-            unsafe { *outlen = if c.tls_mode() { TLS_PREMASTER_LEN } else { k } };
+            unsafe { *outlen = max };
             return Ok(1);
         }
-        if c.tls_mode() && outsize < TLS_PREMASTER_LEN {
-            return Err(KaeError::BufferTooSmall.into());
+        // Checked before any private-key work and against the largest possible result, never
+        // against the decrypted length: otherwise a short buffer would tell valid padding
+        // from invalid (a padding oracle). Both numbers here are public.
+        if outsize < max {
+            return Err(Failure::with(
+                KaeError::BufferTooSmall,
+                format!("output buffer of {outsize} bytes; this key and padding need {max}"),
+            ));
         }
         // SAFETY: caller buffer.
         let ct = unsafe { crate::ffi::in_slice(inp, inlen)? };
-        let msg = c.decrypt(ct)?;
-        if msg.len() > outsize {
-            return Err(Failure::with(
-                KaeError::BufferTooSmall,
-                format!("need {} bytes, have {outsize}", msg.len()),
-            ));
-        }
-        // SAFETY: out valid for outsize ≥ msg.len() bytes.
+        let (msg, len) = c.decrypt(ct)?;
+        // SAFETY: out is valid for outsize ≥ max = msg.len() bytes. The whole buffer is
+        // copied whatever the message length, and the length is stored, not branched on.
         unsafe {
             core::ptr::copy_nonoverlapping(msg.as_ptr(), out, msg.len());
-            *outlen = msg.len();
+            *outlen = len;
         }
         Ok(1)
     })

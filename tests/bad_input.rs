@@ -501,8 +501,10 @@ fn good_ciphertext(kp: &KeyPair, name: &str, p: &Params) -> Vec<u8> {
     ct
 }
 
+/// Ciphertexts longer than the modulus are refused. Shorter ones are the integers they spell,
+/// as in OpenSSL's default provider: tests/security.rs compares those with the default.
 #[test]
-fn ciphertext_wrong_length() {
+fn ciphertext_longer_than_modulus() {
     let kp = kp();
     let mut problems = Problems::default();
     for (name, p) in decrypt_settings() {
@@ -512,12 +514,8 @@ fn ciphertext_wrong_length() {
         let mut appended = ct.clone();
         appended.push(0);
         for (what, bad) in [
-            ("shorter by one byte", ct[1..].to_vec()),
-            ("truncated at the end", ct[..ct.len() - 1].to_vec()),
             ("longer (leading zero)", longer),
             ("longer (trailing zero)", appended),
-            ("empty", Vec::new()),
-            ("one byte", vec![1u8]),
         ] {
             problems.expect_error(
                 decrypt(kae(), &kp.kae, &p, &bad),

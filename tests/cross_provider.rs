@@ -1188,40 +1188,23 @@ fn tls_premaster(bits: u32) {
             );
         }
 
-        if lib.is_kae() {
-            // kae also enters TLS mode for pad-mode "pkcs1" when tls-client-version is set.
-            let p = Enc {
-                tls_client_version: Some(0x0303),
-                ..Enc::pkcs1()
-            }
-            .params();
-            let got = ok(
-                decrypt(lib, key, &p, &ct),
-                &format!("{what}: pkcs1 + tls-client-version"),
-            );
-            assert_same(&got, &pms, &format!("{what}: pkcs1 + tls-client-version"));
-            let a = ok(
-                decrypt(lib, key, &p, &ct_wv),
-                &format!("{what}: pkcs1 + version, wrong version"),
-            );
-            let b = ok(
-                decrypt(lib, key, &p, &ct_wv),
-                &format!("{what}: pkcs1 + version, again"),
-            );
-            assert_eq!(
-                (a.len(), b.len()),
-                (48, 48),
-                "{what}: pkcs1 + version: random premaster length"
-            );
-            assert_ne!(
-                a, b,
-                "{what}: pkcs1 + version: random premaster must differ between calls"
-            );
-            assert_ne!(
-                a, wrong_version,
-                "{what}: pkcs1 + version: returned the bad premaster"
-            );
+        // Only RSA_PKCS1_WITH_TLS_PADDING selects the premaster rules: pad-mode "pkcs1" with a
+        // client version set is plain PKCS#1 (implicit rejection off here, so that both
+        // providers of every core return the block's own message).
+        let p = Enc {
+            tls_client_version: Some(0x0303),
+            ..Enc::pkcs1_explicit()
         }
+        .params();
+        let got = ok(
+            decrypt(lib, key, &p, &ct_wv),
+            &format!("{what}: pkcs1 + tls-client-version, wrong version"),
+        );
+        assert_same(
+            &got,
+            &wrong_version,
+            &format!("{what}: pkcs1 + tls-client-version is plain PKCS#1"),
+        );
 
         // Version-rollback workaround: a premaster carrying the negotiated version is accepted
         // when the negotiated version is passed too.

@@ -1430,7 +1430,7 @@ pub fn mark_setup<T>(r: Res<T>) -> Res<T> {
 }
 
 /// Context creation, `init`, operation-provider check and parameters for one operation.
-fn op_setup(
+pub fn op_setup(
     lib: &Lib,
     key: &Pkey,
     init: unsafe extern "C" fn(*mut EVP_PKEY_CTX) -> c_int,

@@ -1,0 +1,487 @@
+//! Regression tests for the security review (issue 8) at the decryption boundary: the output
+//! buffer check, ciphertexts shorter than the modulus and the TLS premaster mode, each checked
+//! against what OpenSSL's default provider does with the same input (a caller or a TLS peer
+//! must not be able to tell which provider answered).
+
+mod common;
+mod procs;
+
+use common::ffi;
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+fn kp() -> &'static KeyPair {
+    keypair(2048)
+}
+
+/// `EVP_PKEY_decrypt` into a buffer of `cap` bytes of which the provider is told `outsize`.
+/// Returns the whole buffer and the reported length.
+fn decrypt_sized(
+    lib: &Lib,
+    key: &Pkey,
+    params: &Params,
+    ct: &[u8],
+    outsize: usize,
+    cap: usize,
+) -> Res<(Vec<u8>, usize)> {
+    let ctx = op_setup(
+        lib,
+        key,
+        ffi::EVP_PKEY_decrypt_init,
+        "EVP_PKEY_decrypt",
+        params,
+    )?;
+    let mut buf = vec![0xA5u8; cap];
+    let mut len = outsize;
+    unsafe {
+        cvt(
+            ffi::EVP_PKEY_decrypt(ctx.0, buf.as_mut_ptr(), &mut len, ct.as_ptr(), ct.len()),
+            &format!("EVP_PKEY_decrypt(outsize {outsize}) [{}]", lib.label),
+        )?;
+    }
+    Ok((buf, len))
+}
+
+fn tls_params(client_version: u32) -> Params {
+    ParamsBuilder::new()
+        .int("pad-mode", ffi::RSA_PKCS1_WITH_TLS_PADDING)
+        .uint("tls-client-version", client_version)
+        .build()
+}
+
+/// A random value below the modulus (the top byte cleared), as a raw "ciphertext".
+fn random_below_n(kp: &KeyPair) -> Vec<u8> {
+    let mut c = random_bytes(kp.k());
+    c[0] = 0;
+    c
+}
+
+/// Item 1: the caller's buffer size is compared with the largest possible output before any
+/// private-key work. A 40-byte buffer used to accept a valid 32-byte message and refuse most
+/// random ciphertexts: a padding oracle.
+#[test]
+fn output_buffer_is_checked_before_decryption() {
+    let kp = kp();
+    let k = kp.k();
+    let settings = [
+        (
+            "PKCS#1, implicit rejection off",
+            Enc::pkcs1_explicit().params(),
+        ),
+        ("PKCS#1, implicit rejection on", Enc::pkcs1().params()),
+        ("OAEP SHA-256", Enc::oaep("SHA256", "SHA256", None).params()),
+    ];
+    let msg = [0x42u8; 32];
+    for (name, p) in &settings {
+        let ct = ok(encrypt(reference(), &kp.reference, p, &msg), "encrypt");
+        // Control: a buffer of k bytes takes the message.
+        let (buf, len) = ok(
+            decrypt_sized(kae(), &kp.kae, p, &ct, k, k + 8),
+            &format!("{name}: decrypt into k bytes"),
+        );
+        assert_eq!(&buf[..len], &msg, "{name}: wrong plaintext");
+        assert!(
+            buf[k..].iter().all(|&b| b == 0xA5),
+            "{name}: wrote past the declared size"
+        );
+        // 40 bytes hold the message but not the largest possible output: refused, for the
+        // valid ciphertext and for random ones alike, with a reason that names no secret.
+        let mut reasons = Vec::new();
+        for (what, c) in [
+            ("valid ciphertext", ct.clone()),
+            ("random ciphertext", random_below_n(kp)),
+            ("random ciphertext", random_below_n(kp)),
+        ] {
+            let e = match decrypt_sized(kae(), &kp.kae, p, &c, 40, 64) {
+                Ok((_, len)) => panic!("{name}: {what} decrypted into a 40-byte buffer ({len})"),
+                Err(e) => e,
+            };
+            let text = e.to_string();
+            assert!(e.has_reason(), "{name}: {what}: no reason: {text}");
+            assert!(
+                !text.contains("need 32") && !text.contains(" 32 bytes"),
+                "{name}: {what}: error text carries the message length: {text}"
+            );
+            reasons.push(e.first_reason().map(str::to_owned));
+        }
+        assert!(
+            reasons.windows(2).all(|w| w[0] == w[1]),
+            "{name}: the reason differs between valid and random ciphertexts: {reasons:?}"
+        );
+        // The default provider refuses the same buffer.
+        assert!(
+            decrypt_sized(reference(), &kp.reference, p, &ct, 40, 64).is_err(),
+            "{name}: the default provider accepts a 40-byte buffer (test premise)"
+        );
+    }
+
+    // TLS premaster mode: the largest output is 48 bytes.
+    let mut pms = vec![0x03u8, 0x03];
+    pms.extend(random_bytes(46));
+    let ct = ok(
+        encrypt(reference(), &kp.reference, &Enc::pkcs1().params(), &pms),
+        "encrypt premaster",
+    );
+    let p = tls_params(0x0303);
+    assert!(
+        decrypt_sized(kae(), &kp.kae, &p, &ct, 47, 64).is_err(),
+        "TLS mode: 47-byte buffer accepted"
+    );
+    let (buf, len) = ok(
+        decrypt_sized(kae(), &kp.kae, &p, &ct, 48, 64),
+        "TLS mode: 48-byte buffer",
+    );
+    assert_eq!((len, &buf[..48]), (48, &pms[..]));
+    assert!(
+        buf[48..].iter().all(|&b| b == 0xA5),
+        "TLS mode wrote past 48 bytes"
+    );
+}
+
+/// Which of two decryptions of the same input succeeded, and whether their outputs agree.
+fn same_outcome(
+    what: &str,
+    kae_r: Res<Vec<u8>>,
+    ref_r: Res<Vec<u8>>,
+    compare_output: bool,
+) -> Option<String> {
+    match (&kae_r, &ref_r) {
+        (Ok(a), Ok(b)) if compare_output && a != b => Some(format!(
+            "{what}: both succeed but the outputs differ (kae {}, default {})",
+            hex(a),
+            hex(b)
+        )),
+        (Ok(a), Ok(b)) if a.len() != b.len() => Some(format!(
+            "{what}: output lengths differ (kae {}, default {})",
+            a.len(),
+            b.len()
+        )),
+        (Ok(_), Ok(_)) | (Err(_), Err(_)) => {
+            eprintln!(
+                "[same] {what}: {}",
+                if kae_r.is_ok() { "accepted" } else { "refused" }
+            );
+            None
+        }
+        (Ok(_), Err(e)) => Some(format!("{what}: kae accepts, default refuses ({e})")),
+        (Err(e), Ok(_)) => Some(format!("{what}: kae refuses ({e}), default accepts")),
+    }
+}
+
+/// A ciphertext (made by the default provider) whose first byte is zero, for a short form.
+fn ciphertext_with_leading_zero(kp: &KeyPair, p: &Params, raw: bool) -> (Vec<u8>, Vec<u8>) {
+    for _ in 0..5000 {
+        let pt = if raw {
+            random_below_n(kp)
+        } else {
+            random_bytes(20)
+        };
+        let ct = ok(encrypt(reference(), &kp.reference, p, &pt), "encrypt");
+        if ct[0] == 0 {
+            return (pt, ct);
+        }
+    }
+    panic!("no ciphertext with a leading zero byte in 5000 tries");
+}
+
+/// Item 2: a ciphertext shorter than the modulus is the integer it spells (the default
+/// provider's rule), in every padding mode; a longer one is refused by both.
+#[test]
+fn short_and_long_ciphertexts_follow_the_default_provider() {
+    let kp = kp();
+    let k = kp.k();
+    let mut problems = Vec::new();
+    // (name, decrypt settings, encrypt settings, outputs comparable with the default's)
+    let settings: Vec<(&str, Params, Params, bool)> = vec![
+        (
+            "PKCS#1",
+            Enc::pkcs1_explicit().params(),
+            Enc::pkcs1().params(),
+            true,
+        ),
+        (
+            "OAEP",
+            Enc::oaep("SHA256", "SHA256", None).params(),
+            Enc::oaep("SHA256", "SHA256", None).params(),
+            true,
+        ),
+        (
+            "none",
+            Enc::pad("none").params(),
+            Enc::pad("none").params(),
+            true,
+        ),
+        // Both return a random premaster for a bad block: compare lengths only.
+        (
+            "TLS premaster",
+            tls_params(0x0303),
+            Enc::pkcs1().params(),
+            false,
+        ),
+    ];
+    for (name, p, enc_p, deterministic) in &settings {
+        let raw = *name == "none";
+        let (pt, ct) = ciphertext_with_leading_zero(kp, enc_p, raw);
+        let stripped = ct[1..].to_vec();
+        let mut longer = vec![0u8];
+        longer.extend(&ct);
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("valid, leading zero byte dropped", stripped.clone()),
+            ("empty", Vec::new()),
+            ("one byte", vec![1]),
+            ("k-1 zero bytes", vec![0; k - 1]),
+            ("k zero bytes", vec![0; k]),
+            ("k+1 bytes (leading zero)", longer),
+            ("k+1 bytes", {
+                let mut v = ct.clone();
+                v.push(0);
+                v
+            }),
+        ];
+        for (what, c) in cases {
+            let label = format!("{name}: {what}");
+            let a = decrypt(kae(), &kp.kae, p, &c);
+            let b = decrypt(reference(), &kp.reference, p, &c);
+            if let Some(msg) = same_outcome(&label, a, b, *deterministic) {
+                problems.push(msg);
+            }
+        }
+        // The dropped leading zero changes nothing.
+        if *deterministic {
+            match decrypt(kae(), &kp.kae, p, &stripped) {
+                Ok(got) => {
+                    if got != pt {
+                        problems.push(format!("{name}: short form decrypts to something else"))
+                    }
+                }
+                Err(e) => problems.push(format!("{name}: short form refused: {e}")),
+            }
+        }
+    }
+    // Implicit rejection: the synthetic message of a short ciphertext is the one of its
+    // zero-padded form (the key derivation sees the same integer).
+    let p = Enc::pkcs1().params();
+    let short = random_bytes(k - 3);
+    let mut padded = vec![0u8; 3];
+    padded.extend(&short);
+    let a = ok(
+        decrypt(kae(), &kp.kae, &p, &short),
+        "implicit rejection, short",
+    );
+    let b = ok(
+        decrypt(kae(), &kp.kae, &p, &padded),
+        "implicit rejection, padded",
+    );
+    if a != b {
+        problems.push("implicit rejection: short and zero-padded forms differ".into());
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// pad-mode "pkcs1" with a TLS client version set is plain PKCS#1 in the default provider
+/// (only RSA_PKCS1_WITH_TLS_PADDING selects the premaster rules): kae answers the same.
+#[test]
+fn pkcs1_with_client_version_is_plain_pkcs1() {
+    let kp = kp();
+    let p = Enc {
+        tls_client_version: Some(0x0303),
+        ..Enc::pkcs1_explicit()
+    }
+    .params();
+    // A 48-byte message with the wrong version and a 20-byte one: plain PKCS#1 returns both.
+    let mut wrong_version = vec![0x03u8, 0x01];
+    wrong_version.extend(random_bytes(46));
+    for msg in [wrong_version, random_bytes(20)] {
+        let ct = ok(
+            encrypt(reference(), &kp.reference, &Enc::pkcs1().params(), &msg),
+            "encrypt",
+        );
+        let want = ok(
+            decrypt(reference(), &kp.reference, &p, &ct),
+            "default decrypt",
+        );
+        assert_eq!(want, msg, "test premise: the default returns the message");
+        let got = ok(decrypt(kae(), &kp.kae, &p, &ct), "kae decrypt");
+        assert_eq!(
+            got, msg,
+            "kae treated pkcs1 + tls-client-version differently"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS 1.2 RSA key exchange with malformed encrypted premasters, against s_server
+// ---------------------------------------------------------------------------------------------
+
+/// What the server answered to our ClientKeyExchange + ChangeCipherSpec + bogus Finished.
+#[derive(Debug, PartialEq, Eq, Clone)]
+enum Answer {
+    /// An alert record (level, description) sent before the connection closed.
+    Alert(u8, u8),
+    /// The connection closed without an alert.
+    Closed,
+}
+
+fn record(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut r = vec![kind, 3, 3];
+    r.extend((body.len() as u16).to_be_bytes());
+    r.extend(body);
+    r
+}
+
+fn handshake(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut h = vec![kind];
+    h.extend(&(body.len() as u32).to_be_bytes()[1..]);
+    h.extend(body);
+    h
+}
+
+/// Reads one TLS record (type, body); None at EOF or timeout.
+fn read_record(s: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
+    let mut head = [0u8; 5];
+    s.read_exact(&mut head).ok()?;
+    let len = u16::from_be_bytes([head[3], head[4]]) as usize;
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).ok()?;
+    Some((head[0], body))
+}
+
+/// A TLS 1.2 client offering only TLS_RSA_WITH_AES_128_GCM_SHA256 that sends `enc_pms` as
+/// its encrypted premaster, then ChangeCipherSpec and a Finished record of random bytes.
+fn rsa_kx_with_premaster(port: u16, enc_pms: &[u8]) -> Answer {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let mut hello = vec![3, 3];
+    hello.extend(random_bytes(32));
+    hello.push(0); // no session id
+    hello.extend([0, 4, 0x00, 0x9c, 0x00, 0xff]); // AES128-GCM-SHA256, renegotiation SCSV
+    hello.extend([1, 0]); // no compression
+                          // signature_algorithms: rsa_pkcs1_sha256, rsa_pss_rsae_sha256
+    let ext = [0x00, 0x0d, 0, 6, 0, 4, 0x04, 0x01, 0x08, 0x04];
+    hello.extend((ext.len() as u16).to_be_bytes());
+    hello.extend(ext);
+    let mut first = record(22, &handshake(1, &hello));
+    first[1..3].copy_from_slice(&[3, 1]);
+    s.write_all(&first).expect("send ClientHello");
+    // Read the server's flight up to ServerHelloDone.
+    let mut hs = Vec::new();
+    'flight: loop {
+        match read_record(&mut s) {
+            Some((22, body)) => {
+                hs.extend(body);
+                let mut i = 0;
+                while i + 4 <= hs.len() {
+                    let len = u32::from_be_bytes([0, hs[i + 1], hs[i + 2], hs[i + 3]]) as usize;
+                    if hs[i] == 14 {
+                        break 'flight;
+                    }
+                    i += 4 + len;
+                }
+            }
+            Some((21, a)) if a.len() == 2 => return Answer::Alert(a[0], a[1]),
+            Some((t, _)) => panic!("unexpected record type {t} before ServerHelloDone"),
+            None => panic!("server closed before ServerHelloDone"),
+        }
+    }
+    let mut cke = (enc_pms.len() as u16).to_be_bytes().to_vec();
+    cke.extend(enc_pms);
+    let mut flight = record(22, &handshake(16, &cke));
+    flight.extend(record(20, &[1]));
+    flight.extend(record(22, &random_bytes(40)));
+    // The server may already have closed; what it sent is what counts.
+    let _ = s.write_all(&flight);
+    loop {
+        match read_record(&mut s) {
+            Some((21, a)) if a.len() == 2 => return Answer::Alert(a[0], a[1]),
+            Some(_) => continue,
+            None => return Answer::Closed,
+        }
+    }
+}
+
+/// Item 2 end to end: short, all-zero, over-long and not-below-n encrypted premasters get the
+/// same answer from an s_server whose RSA is kae's as from one with the default provider
+/// only. A short premaster used to get `decrypt_error` at once from kae, where the default
+/// provider takes the random-premaster path and the handshake fails later at Finished.
+#[test]
+fn tls12_rsa_key_exchange_alerts_match_default() {
+    use procs::{openssl_in, self_signed_cert_args, write_prefer_kae_config, SServer, TempDir};
+    let dir = TempDir::new("sec-tls-kx");
+    let st = openssl_in(dir.path())
+        .args(self_signed_cert_args("srv.key", "srv.pem", "kae-test"))
+        .output()
+        .expect("openssl req");
+    assert!(st.status.success(), "openssl req failed: {st:?}");
+    let cfg = write_prefer_kae_config(dir.path());
+    let pem = std::fs::read_to_string(dir.join("srv.pem")).unwrap();
+    // The modulus length from the certificate (2048-bit key).
+    assert!(pem.contains("BEGIN CERTIFICATE"));
+    let k = 256usize;
+
+    let valid_looking = {
+        let mut c = random_bytes(k);
+        c[0] = 0x01;
+        c
+    };
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("random, full length", valid_looking.clone()),
+        ("random, one byte short", valid_looking[1..].to_vec()),
+        ("random, 16 bytes short", valid_looking[16..].to_vec()),
+        ("all zero", vec![0; k]),
+        ("one zero byte", vec![0]),
+        ("over-long (k+1)", {
+            let mut v = vec![0u8];
+            v.extend(&valid_looking);
+            v
+        }),
+        ("not below n (all 0xff)", vec![0xff; k]),
+    ];
+    let n = cases.len().to_string();
+    let serve = |with_kae: bool| -> (Vec<Answer>, String) {
+        let mut server = SServer::start(|port| {
+            let mut cmd = openssl_in(dir.path());
+            if with_kae {
+                cmd.env("OPENSSL_CONF", &cfg).env("KAE_LOG", "info");
+            }
+            cmd.args(["s_server", "-accept", &format!("127.0.0.1:{port}")])
+                .args(["-cert", "srv.pem", "-key", "srv.key", "-naccept", &n])
+                .args(["-tls1_2", "-cipher", "AES128-GCM-SHA256"]);
+            cmd
+        });
+        let answers = cases
+            .iter()
+            .map(|(_, c)| rsa_kx_with_premaster(server.port, c))
+            .collect();
+        server.finish(Duration::from_secs(20));
+        (answers, server.stderr_text())
+    };
+    let (with_default, _) = serve(false);
+    let (with_kae, kae_log) = serve(true);
+    let mut problems = Vec::new();
+    for (((what, _), d), kz) in cases.iter().zip(&with_default).zip(&with_kae) {
+        eprintln!("{what}: default {d:?}, kae {kz:?}");
+        if d != kz {
+            problems.push(format!("{what}: default answers {d:?}, kae {kz:?}"));
+        }
+        if !matches!(d, Answer::Alert(2, _)) {
+            problems.push(format!(
+                "{what}: no fatal alert from the default server ({d:?})"
+            ));
+        }
+    }
+    // The kae server really decrypted with kae.
+    let summary = kae_log
+        .lines()
+        .find(|l| l.contains("summary: private ops"))
+        .unwrap_or_else(|| panic!("no kae summary in the server's log:\n{kae_log}"));
+    let ops: u64 = summary
+        .split("private ops ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("cannot parse {summary:?}"));
+    assert!(ops >= 4, "kae computed {ops} private ops: {summary}");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -13,27 +13,65 @@ use crate::rsa::{KeyType, PssRestrictions, RsaKey};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::{Arc, LazyLock};
 
-/// What OpenSSL holds as `keydata`: our key plus the provider instance it belongs to.
+/// What OpenSSL holds as `keydata`: a type tag, our key, and the provider instance it
+/// belongs to.
+#[repr(C)]
 pub struct KeyObj {
+    /// [`KEY_OBJ_TAG`] while the object lives; cleared when it is freed. Checked before any
+    /// other field is read, so a foreign keydata pointer (another provider's key handed to
+    /// us by mistake) is refused instead of being used as ours.
+    tag: u64,
     pub prov: Arc<ProvCtx>,
     pub key: Arc<RsaKey>,
 }
 
+/// "kaeRSAk\x01" as a little-endian word.
+const KEY_OBJ_TAG: u64 = u64::from_le_bytes(*b"kaeRSAk\x01");
+
 impl KeyObj {
+    pub fn new(prov: Arc<ProvCtx>, key: Arc<RsaKey>) -> KeyObj {
+        KeyObj {
+            tag: KEY_OBJ_TAG,
+            prov,
+            key,
+        }
+    }
+
+    /// Our key object behind `p`, or None for NULL or a pointer whose tag is not ours.
+    ///
     /// # Safety
-    /// `p` is NULL or a keydata pointer created by this module and not yet freed.
+    /// `p` is NULL or points to at least 8 readable, aligned bytes (every provider's key
+    /// object does); if the tag matches, it is a keydata pointer created by this module and
+    /// not yet freed.
     pub unsafe fn from_ptr<'a>(p: *const c_void) -> Option<&'a KeyObj> {
-        // SAFETY: caller contract.
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: caller contract: the first word is readable whatever the object is.
+        let tag = unsafe { p.cast::<u64>().read() };
+        if tag != KEY_OBJ_TAG {
+            return None;
+        }
+        // SAFETY: the tag says it is ours (caller contract).
         unsafe { p.cast::<KeyObj>().as_ref() }
     }
     /// # Safety
     /// As `from_ptr`, with exclusive access (import into a fresh key).
     unsafe fn from_ptr_mut<'a>(p: *mut c_void) -> Option<&'a mut KeyObj> {
         // SAFETY: caller contract.
+        unsafe { Self::from_ptr(p) }?;
+        // SAFETY: caller contract; the tag was checked above.
         unsafe { p.cast::<KeyObj>().as_mut() }
     }
     fn into_raw(self) -> *mut c_void {
         Box::into_raw(Box::new(self)).cast()
+    }
+}
+
+impl Drop for KeyObj {
+    fn drop(&mut self) {
+        // A dangling pointer to a freed object must not pass the tag check on reuse.
+        self.tag = 0;
     }
 }
 
@@ -232,11 +270,7 @@ unsafe fn new_key(provctx: *mut c_void, kind: KeyType) -> *mut c_void {
     };
     let core = prov.core;
     guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
-        Ok(KeyObj {
-            prov,
-            key: Arc::new(RsaKey::empty(kind)),
-        }
-        .into_raw())
+        Ok(KeyObj::new(prov, Arc::new(RsaKey::empty(kind))).into_raw())
     })
 }
 
@@ -442,11 +476,7 @@ unsafe extern "C" fn rsa_dup(keydata: *const c_void, selection: c_int) -> *mut c
             selects(selection, OSSL_KEYMGMT_SELECT_PRIVATE_KEY),
             selects(selection, OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS),
         )?;
-        Ok(KeyObj {
-            prov: obj.prov.clone(),
-            key: Arc::new(k),
-        }
-        .into_raw())
+        Ok(KeyObj::new(obj.prov.clone(), Arc::new(k)).into_raw())
     })
 }
 
@@ -674,11 +704,7 @@ unsafe extern "C" fn rsa_gen(
         let mut key = crate::rsa::ops::generate(g.kind, g.bits, &e)
             .map_err(|r| Failure::with(r, format!("bits={}", g.bits)))?;
         key.pss = g.pss;
-        Ok(KeyObj {
-            prov: g.prov.clone(),
-            key: Arc::new(key),
-        }
-        .into_raw())
+        Ok(KeyObj::new(g.prov.clone(), Arc::new(key)).into_raw())
     })
 }
 
@@ -738,6 +764,7 @@ unsafe extern "C" fn import_cb(params: *const OSSL_PARAM, arg: *mut c_void) -> c
 /// key management loads the reference, exports it through OSSL_PARAMs into our key, and frees
 /// its copy.
 fn load_via_default(
+    prov: Arc<ProvCtx>,
     kind: KeyType,
     reference: *const c_void,
     size: usize,
@@ -746,8 +773,6 @@ fn load_via_default(
     type ExportFn =
         unsafe extern "C" fn(*mut c_void, c_int, Option<OsslCallback>, *mut c_void) -> c_int;
     type FreeFn = unsafe extern "C" fn(*mut c_void);
-    let prov =
-        crate::provider::latest_with_default().ok_or(KaeError::DefaultProviderUnavailable)?;
     let name = kind.name();
     let (Some(load), Some(export), Some(free)) = (
         default_keymgmt_fn(&prov, name, OSSL_FUNC_KEYMGMT_LOAD),
@@ -795,24 +820,21 @@ fn load_via_default(
             "export from the default provider failed",
         ));
     }
-    Ok(KeyObj {
-        prov,
-        key: Arc::new(key),
-    }
-    .into_raw())
+    Ok(KeyObj::new(prov, Arc::new(key)).into_raw())
 }
 
-unsafe extern "C" fn rsa_load(reference: *const c_void, size: usize) -> *mut c_void {
-    let core = crate::provider::latest_with_default().map(|p| p.core);
+/// `load` of the instance in `SLOT` (see `provider::instance`): the key is attached to the
+/// kae instance whose decoders made the reference.
+unsafe extern "C" fn rsa_load<const SLOT: usize, const PSS: bool>(
+    reference: *const c_void,
+    size: usize,
+) -> *mut c_void {
+    let prov = crate::provider::instance(SLOT);
+    let core = prov.as_ref().map(|p| p.core);
     guard_ptr(core.as_ref(), || {
-        load_via_default(KeyType::Rsa, reference, size)
-    })
-}
-
-unsafe extern "C" fn rsa_pss_load(reference: *const c_void, size: usize) -> *mut c_void {
-    let core = crate::provider::latest_with_default().map(|p| p.core);
-    guard_ptr(core.as_ref(), || {
-        load_via_default(KeyType::RsaPss, reference, size)
+        let prov = prov.ok_or(KaeError::DefaultProviderUnavailable)?;
+        let kind = if PSS { KeyType::RsaPss } else { KeyType::Rsa };
+        load_via_default(prov, kind, reference, size)
     })
 }
 
@@ -842,21 +864,60 @@ macro_rules! keymgmt_table {
     };
 }
 
-pub static RSA_KEYMGMT: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
-    keymgmt_table!(
-        rsa_new,
-        rsa_gen_init,
-        rsa_gen_settable_params,
-        rsa_key_types,
-        rsa_load
-    )
-});
-pub static RSA_PSS_KEYMGMT: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
-    keymgmt_table!(
-        rsa_pss_new,
-        rsa_pss_gen_init,
-        rsa_pss_gen_settable_params,
-        rsa_pss_key_types,
-        rsa_pss_load
-    )
-});
+/// The RSA and RSA-PSS key management dispatch tables of one slot.
+macro_rules! slot_tables {
+    ($($slot:literal),*) => {
+        [$(
+            LazyLock::new(|| {
+                keymgmt_table!(
+                    rsa_new,
+                    rsa_gen_init,
+                    rsa_gen_settable_params,
+                    rsa_key_types,
+                    rsa_load::<$slot, false>
+                )
+            }),
+            LazyLock::new(|| {
+                keymgmt_table!(
+                    rsa_pss_new,
+                    rsa_pss_gen_init,
+                    rsa_pss_gen_settable_params,
+                    rsa_pss_key_types,
+                    rsa_load::<$slot, true>
+                )
+            }),
+        )*]
+    };
+}
+
+type LazyTable = LazyLock<Table<OSSL_DISPATCH>>;
+static SLOT_TABLES: [LazyTable; 2 * crate::provider::MAX_INSTANCES] =
+    slot_tables!(0, 1, 2, 3, 4, 5, 6, 7);
+
+/// The (RSA, RSA-PSS) key management tables of instance slot `slot`.
+pub fn keymgmt_tables(
+    slot: usize,
+) -> (&'static Table<OSSL_DISPATCH>, &'static Table<OSSL_DISPATCH>) {
+    (&SLOT_TABLES[2 * slot], &SLOT_TABLES[2 * slot + 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A keydata pointer that is not one of our key objects (another provider's key, a
+    /// freed object) is refused by its tag.
+    #[test]
+    fn foreign_keydata_is_refused() {
+        let foreign = Box::new([0u64; 8]);
+        let p = (&*foreign as *const [u64; 8]).cast::<c_void>();
+        // SAFETY: 64 readable bytes.
+        assert!(unsafe { KeyObj::from_ptr(p) }.is_none());
+        let mut tagged_elsewhere = [0u64; 8];
+        tagged_elsewhere[1] = KEY_OBJ_TAG; // the tag, but not in the first word
+                                           // SAFETY: as above.
+        assert!(unsafe { KeyObj::from_ptr(tagged_elsewhere.as_ptr().cast()) }.is_none());
+        // SAFETY: NULL is allowed.
+        assert!(unsafe { KeyObj::from_ptr(core::ptr::null()) }.is_none());
+    }
+}

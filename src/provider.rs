@@ -148,7 +148,12 @@ impl Config {
 /// Per-instance provider state; `provctx` handed to OpenSSL is an `Arc<ProvCtx>` raw pointer.
 pub struct ProvCtx {
     pub core: Core,
+    /// kae's own library context: a child of the application's (`OSSL_LIB_CTX_new_child`),
+    /// so fetches and random numbers use the application's providers without treating the
+    /// core's opaque context as a library context. Freed at teardown.
     pub libctx: *mut OSSL_LIB_CTX,
+    /// This instance's slot in [`INSTANCES`] (selects its keymgmt `load` functions).
+    pub slot: usize,
     pub config: Config,
     /// The default provider we loaded (NULL with `load-default = no`). It lives in a private
     /// library context of ours, so its RSA never competes with kae's in the application's
@@ -176,14 +181,24 @@ fn lookup(p: *mut c_void) -> Option<Arc<ProvCtx>> {
         .map(|(_, v)| v.clone())
 }
 
-/// The most recently initialised instance that has the default provider next to it (used by
-/// keymgmt `load`, whose signature carries no provider context).
-pub fn latest_with_default() -> Option<Arc<ProvCtx>> {
-    let reg = REGISTRY.read().ok()?;
-    reg.iter()
-        .rev()
-        .find(|(_, v)| !v.default_provider.is_null())
-        .map(|(_, v)| v.clone())
+/// Provider instances by slot. keymgmt `load` carries no provider context, so each slot has
+/// its own `load` functions (`keymgmt::rsa_load::<SLOT>`): a key decoded in one library
+/// context is attached to the kae instance of that context, never to another one.
+pub const MAX_INSTANCES: usize = 8;
+static INSTANCES: Mutex<[Option<std::sync::Weak<ProvCtx>>; MAX_INSTANCES]> =
+    Mutex::new([const { None }; MAX_INSTANCES]);
+
+/// The live instance in `slot`.
+pub fn instance(slot: usize) -> Option<Arc<ProvCtx>> {
+    let g = INSTANCES.lock().unwrap_or_else(|e| e.into_inner());
+    g.get(slot)?.as_ref()?.upgrade()
+}
+
+/// A free slot (one whose instance is gone), or None when MAX_INSTANCES are alive.
+fn free_slot() -> Option<usize> {
+    let g = INSTANCES.lock().unwrap_or_else(|e| e.into_inner());
+    g.iter()
+        .position(|w| w.as_ref().map_or(true, |w| w.strong_count() == 0))
 }
 
 // SAFETY: the raw pointers are handles owned by the core, valid and thread-safe for the
@@ -230,20 +245,7 @@ impl ProvCtx {
                     let a = &*p;
                     p = p.add(1);
                     let names = CStr::from_ptr(a.algorithm_names).to_string_lossy();
-                    let first = names.split(':').next().unwrap_or("");
-                    let ours = matches!(first, "RSA" | "RSA-PSS");
-                    // We implement RSA key management, signature and cipher ourselves, and
-                    // default's RSA encoders would be handed our key objects directly (same
-                    // provider), so they must not carry our name either.
-                    if ours
-                        && matches!(
-                            op,
-                            OSSL_OP_KEYMGMT
-                                | OSSL_OP_SIGNATURE
-                                | OSSL_OP_ASYM_CIPHER
-                                | OSSL_OP_ENCODER
-                        )
-                    {
+                    if !relisting_allowed(op, &names) {
                         continue;
                     }
                     let def = if a.property_definition.is_null() {
@@ -295,16 +297,20 @@ impl ProvCtx {
         ptr
     }
 
-    /// Unloads our private default provider and its library context. Called at teardown,
-    /// when the core holds no more methods of ours (so none of the re-listed ones either).
-    fn release_default(&self) {
-        // SAFETY: both were created in init and are released once (teardown runs once).
+    /// Unloads our private default provider, its library context and our child library
+    /// context. Called at teardown, when the core holds no more methods of ours (so none of
+    /// the re-listed ones either).
+    fn release_contexts(&self) {
+        // SAFETY: all were created in init and are released once (teardown runs once).
         unsafe {
             if !self.default_provider.is_null() {
                 OSSL_PROVIDER_unload(self.default_provider);
             }
             if !self.default_libctx.is_null() {
                 OSSL_LIB_CTX_free(self.default_libctx);
+            }
+            if !self.libctx.is_null() {
+                OSSL_LIB_CTX_free(self.libctx);
             }
         }
     }
@@ -322,6 +328,74 @@ impl ProvCtx {
             private: true,
         }
     }
+}
+
+/// Operation classes whose implementations never receive a key object: re-listed whole.
+const KEYLESS_OPERATIONS: [c_int; 7] = [
+    OSSL_OP_DIGEST,
+    OSSL_OP_CIPHER,
+    OSSL_OP_MAC,
+    OSSL_OP_KDF,
+    OSSL_OP_RAND,
+    OSSL_OP_DECODER, // makes key objects (RSA ones reach our keymgmt `load`), never takes one
+    OSSL_OP_STORE,
+];
+
+/// Operation classes whose implementations receive key objects of their provider's key
+/// management: only algorithms for key types kae does not manage are re-listed.
+const KEYED_OPERATIONS: [c_int; 6] = [
+    OSSL_OP_KEYMGMT,
+    OSSL_OP_KEYEXCH,
+    OSSL_OP_SIGNATURE,
+    OSSL_OP_ASYM_CIPHER,
+    OSSL_OP_KEM,
+    OSSL_OP_ENCODER,
+];
+
+/// First names of the default provider's algorithms of keyed operations that work on key
+/// types other than RSA and RSA-PSS (key types, and the signature / key exchange / KEM
+/// algorithms on them). An allow-list: a new algorithm a newer core adds (an RSA composite
+/// signature, say) is not re-listed until it is named here.
+const OTHER_KEY_ALGORITHMS: [&str; 22] = [
+    "DH",
+    "DHX",
+    "DSA",
+    "EC",
+    "ECDH",
+    "ECDSA",
+    "X25519",
+    "X448",
+    "ED25519",
+    "ED448",
+    "SM2",
+    "HMAC",
+    "SIPHASH",
+    "POLY1305",
+    "CMAC",
+    "TLS1-PRF",
+    "HKDF",
+    "SCRYPT",
+    "ML-KEM-512",
+    "ML-KEM-768",
+    "ML-KEM-1024",
+    "X25519MLKEM768",
+];
+
+/// Whether the default provider's algorithm `names` (colon-separated) of operation `op` may
+/// be listed under kae's name: never one that could be handed a kae key object.
+pub(crate) fn relisting_allowed(op: c_int, names: &str) -> bool {
+    if KEYLESS_OPERATIONS.contains(&op) {
+        return true;
+    }
+    if !KEYED_OPERATIONS.contains(&op) {
+        return false; // an operation class this build does not know: not re-listed
+    }
+    let first = names.split(':').next().unwrap_or("");
+    let rsa_like = names.split(':').any(|n| {
+        let n = n.to_ascii_uppercase();
+        n.contains("RSA") || n.starts_with("1.2.840.113549.1.1.")
+    });
+    !rsa_like && OTHER_KEY_ALGORITHMS.contains(&first)
 }
 
 /// Wrapper letting static tables of raw pointers live in statics.
@@ -369,20 +443,18 @@ const ALG_END: OSSL_ALGORITHM = OSSL_ALGORITHM {
 pub const RSA_NAMES: &CStr = c"RSA:rsaEncryption:1.2.840.113549.1.1.1";
 pub const RSA_PSS_NAMES: &CStr = c"RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10";
 
-static KEYMGMT_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
-    Table(vec![
-        algorithm(
-            RSA_NAMES,
-            &crate::keymgmt::RSA_KEYMGMT,
-            c"kae RSA key management",
-        ),
-        algorithm(
-            RSA_PSS_NAMES,
-            &crate::keymgmt::RSA_PSS_KEYMGMT,
-            c"kae RSA-PSS key management",
-        ),
-        ALG_END,
-    ])
+/// Key management algorithms of each slot (they differ only in their `load` functions).
+static KEYMGMT_ALGS: LazyLock<Vec<Table<OSSL_ALGORITHM>>> = LazyLock::new(|| {
+    (0..MAX_INSTANCES)
+        .map(|slot| {
+            let (rsa, pss) = crate::keymgmt::keymgmt_tables(slot);
+            Table(vec![
+                algorithm(RSA_NAMES, rsa, c"kae RSA key management"),
+                algorithm(RSA_PSS_NAMES, pss, c"kae RSA-PSS key management"),
+                ALG_END,
+            ])
+        })
+        .collect()
 });
 
 static SIGNATURE_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
@@ -440,6 +512,7 @@ static PROVIDER_GETTABLE: LazyLock<Table<OSSL_PARAM>> = LazyLock::new(|| {
         desc(c"buildinfo", OSSL_PARAM_UTF8_PTR),
         desc(c"status", OSSL_PARAM_INTEGER),
         desc(c"backend", OSSL_PARAM_UTF8_PTR),
+        desc(c"live", OSSL_PARAM_UTF8_STRING),
     ];
     v.extend(
         COUNTER_PARAMS
@@ -466,8 +539,9 @@ unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
         }
         crate::stats::log_summary_once();
         if let Some(prov) = removed {
+            INSTANCES.lock().unwrap_or_else(|e| e.into_inner())[prov.slot] = None;
             crate::pool::remove_user();
-            prov.release_default();
+            prov.release_contexts();
         }
         Ok(())
     })
@@ -477,46 +551,19 @@ unsafe extern "C" fn kae_gettable_params(_provctx: *mut c_void) -> *const OSSL_P
     std::panic::catch_unwind(|| PROVIDER_GETTABLE.0.as_ptr()).unwrap_or(core::ptr::null())
 }
 
-/// Lines handed out as `buildinfo` that must stay readable (OpenSSL asks for a pointer into
-/// provider memory), with the time the newest was made.
-static LIVE_INFO: Mutex<Option<(std::time::Instant, std::collections::VecDeque<CString>)>> =
-    Mutex::new(None);
-/// A new line at most once a second, the last LIVE_KEPT lines kept: a pointer stays valid
-/// for at least LIVE_KEPT seconds, with bounded memory however often get_params is polled.
-const LIVE_KEPT: usize = 64;
-
-/// `buildinfo` plus live numbers: OpenSSL 3.0's `openssl list -providers -verbose` prints
-/// the values of name, version, buildinfo and status only (the counter parameters appear
-/// by name), so this line is where an operator sees kae working without kae-stat: the
-/// active backend, this process's counters and the sum over every process with kae loaded.
-fn live_buildinfo() -> *const c_char {
-    let mut g = LIVE_INFO.lock().unwrap_or_else(|e| e.into_inner());
-    let now = std::time::Instant::now();
-    if let Some((made, lines)) = g.as_ref() {
-        if now.duration_since(*made) < std::time::Duration::from_secs(1) {
-            if let Some(l) = lines.back() {
-                return l.as_ptr();
-            }
-        }
-    }
+/// The `live` parameter: the active backend, this process's counters and the sum over every
+/// process with kae loaded (read from the counter pages). A copied UTF8_STRING, so nothing
+/// handed to OpenSSL points into memory that changes; `buildinfo` stays a static string.
+fn live_line() -> String {
     let here = crate::stats::snapshot();
     let all = crate::stats::live_pages(false);
-    let line = format!(
-        "{} | backend {} | this process: {} | {} process(es) with kae: {}",
-        BUILDINFO.to_string_lossy(),
+    format!(
+        "backend {} | this process: {} | {} process(es) with kae: {}",
         crate::pool::backend_label().to_string_lossy(),
         crate::stats::short_line(&here),
         all.len(),
         crate::stats::short_line(&crate::stats::total(&all)),
-    );
-    let line = CString::new(line).unwrap_or_else(|_| BUILDINFO.to_owned());
-    let (made, lines) = g.get_or_insert_with(|| (now, Default::default()));
-    *made = now;
-    lines.push_back(line);
-    if lines.len() > LIVE_KEPT {
-        lines.pop_front();
-    }
-    lines.back().map_or(BUILDINFO.as_ptr(), |l| l.as_ptr())
+    )
 }
 
 unsafe extern "C" fn kae_get_params(provctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
@@ -535,10 +582,10 @@ unsafe extern "C" fn kae_get_params(provctx: *mut c_void, params: *mut OSSL_PARA
                 p.set_utf8(VERSION)?;
             }
             if let Some(mut p) = ps.locate(c"buildinfo") {
-                let kept = live_buildinfo();
-                // SAFETY: `kept` points into a line of LIVE_INFO, which keeps each line for
-                // at least LIVE_KEPT seconds after it stops being the current one.
-                unsafe { p.set_utf8_kept(CStr::from_ptr(kept))? };
+                p.set_utf8(BUILDINFO)?;
+            }
+            if let Some(mut p) = ps.locate(c"live") {
+                p.set_utf8_owned(&live_line())?;
             }
             if let Some(mut p) = ps.locate(c"status") {
                 p.set_int(1)?;
@@ -611,7 +658,10 @@ unsafe extern "C" fn kae_query_operation(
             return core::ptr::null();
         };
         match operation_id {
-            OSSL_OP_KEYMGMT => merged(&prov, operation_id, &KEYMGMT_ALGS),
+            OSSL_OP_KEYMGMT => match KEYMGMT_ALGS.get(prov.slot) {
+                Some(t) => merged(&prov, operation_id, t),
+                None => core::ptr::null(),
+            },
             OSSL_OP_SIGNATURE => merged(&prov, operation_id, &SIGNATURE_ALGS),
             OSSL_OP_ASYM_CIPHER => merged(&prov, operation_id, &ASYM_CIPHER_ALGS),
             other => prov.proxied(other),
@@ -688,7 +738,20 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 .map_err(|d| crate::ffi::core::Failure::with(KaeError::InvalidParam, d))?;
             // The pool itself starts lazily on first use (no thread is created here).
             crate::pool::configure(config.pool.clone());
-            let libctx = core.libctx();
+            let slot = free_slot().ok_or_else(|| {
+                crate::ffi::core::Failure::with(
+                    KaeError::Internal,
+                    format!("more than {MAX_INSTANCES} kae instances in one process"),
+                )
+            })?;
+            // SAFETY: the handle and dispatch table the core gave us, as the API requires.
+            let libctx = unsafe { OSSL_LIB_CTX_new_child(handle, in_) };
+            if libctx.is_null() {
+                return Err(crate::ffi::core::Failure::with(
+                    KaeError::Internal,
+                    "OSSL_LIB_CTX_new_child failed",
+                ));
+            }
             let mut default_provider = core::ptr::null_mut();
             let mut default_libctx = core::ptr::null_mut();
             if config.load_default {
@@ -706,6 +769,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                         if !default_libctx.is_null() {
                             OSSL_LIB_CTX_free(default_libctx);
                         }
+                        OSSL_LIB_CTX_free(libctx);
                         return Err(KaeError::DefaultProviderUnavailable.into());
                     }
                 }
@@ -723,6 +787,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
             let ctx = Arc::new(ProvCtx {
                 core,
                 libctx,
+                slot,
                 config,
                 default_provider,
                 default_libctx,
@@ -750,6 +815,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
             }
             // SAFETY: just written above.
             let id = unsafe { *provctx } as usize;
+            INSTANCES.lock().unwrap_or_else(|e| e.into_inner())[slot] = Some(Arc::downgrade(&ctx));
             REGISTRY
                 .write()
                 .map_err(|_| KaeError::Internal)?
@@ -768,4 +834,36 @@ pub fn cstring(s: &str) -> Result<CString, KaeError> {
 /// Reads an optional string parameter.
 pub fn opt_utf8<'a>(params: &Params<'a>, key: &CStr) -> Result<Option<&'a str>, KaeError> {
     params.locate(key).map(|p| p.get_utf8()).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nothing that can be handed an RSA or RSA-PSS key is re-listed, whatever its class or
+    /// name, and an operation class this build does not know is not re-listed at all.
+    #[test]
+    fn relisting_is_an_allow_list() {
+        for op in KEYED_OPERATIONS {
+            for names in [
+                "RSA:rsaEncryption:1.2.840.113549.1.1.1",
+                "RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10",
+                "RSA-SHA256:sha256WithRSAEncryption:1.2.840.113549.1.1.11",
+                "1.2.840.113549.1.1.1",
+                "SOMETHING-NEW",
+            ] {
+                assert!(!relisting_allowed(op, names), "op {op}: {names}");
+            }
+        }
+        assert!(!relisting_allowed(OSSL_OP_KEM, "RSA"), "RSA KEM (RSASVE)");
+        assert!(relisting_allowed(OSSL_OP_KEYMGMT, "EC:id-ecPublicKey"));
+        assert!(relisting_allowed(OSSL_OP_SIGNATURE, "ECDSA"));
+        assert!(relisting_allowed(OSSL_OP_KEYEXCH, "X25519"));
+        assert!(relisting_allowed(OSSL_OP_ENCODER, "EC"));
+        for op in KEYLESS_OPERATIONS {
+            assert!(relisting_allowed(op, "SHA2-256:SHA-256"));
+        }
+        assert!(!relisting_allowed(15, "AES"), "unknown operation class");
+        assert!(!relisting_allowed(99, "X"), "unknown operation class");
+    }
 }

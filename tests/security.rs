@@ -485,3 +485,207 @@ fn tls12_rsa_key_exchange_alerts_match_default() {
     assert!(ops >= 4, "kae computed {ops} private ops: {summary}");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 0: no other provider's code ever receives a kae key object
+// ---------------------------------------------------------------------------------------------
+
+/// Operation ids whose implementations receive key objects (keymgmt, key exchange, signature,
+/// asymmetric cipher, KEM, encoder).
+const KEYED_OPS: [u32; 6] = [10, 11, 12, 13, 14, 20];
+
+fn rsa_like(names: &str) -> bool {
+    names.split(':').any(|n| {
+        let n = n.to_ascii_uppercase();
+        n.contains("RSA") || n.starts_with("1.2.840.113549.1.1.")
+    })
+}
+
+/// A fresh process with kae preferred (as openssl-prefer-kae.cnf does) reads an RSA key pair
+/// from PEM, moves it into kae, and uses it for the RSA KEM (RSASVE), signing, OAEP and the
+/// PEM/text encoders, under valgrind: the RSA KEM used to be the default provider's code
+/// re-listed under kae's name, which then read kae's key object and crashed. Every algorithm
+/// kae lists for an operation that takes keys and whose name is RSA-like must be kae's own
+/// code (its first function lives in libkae.so).
+#[test]
+fn relisted_algorithms_never_get_kae_keys() {
+    use procs::{openssl_in, write_prefer_kae_config, TempDir};
+    use std::process::Command;
+    let dir = TempDir::new("sec-relist");
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/relist_probe.c");
+    let probe = dir.join("relist_probe");
+    let cc = Command::new("cc")
+        .args(["-Wall", "-O1", "-o"])
+        .arg(&probe)
+        .arg(src)
+        .args(["-lcrypto", "-ldl"])
+        .output()
+        .expect("cc (build-essential) is needed for this test");
+    assert!(
+        cc.status.success(),
+        "cc failed: {}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let gen = openssl_in(dir.path())
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+        ])
+        .args(["-out", "key.pem"])
+        .output()
+        .unwrap();
+    assert!(gen.status.success(), "genpkey: {gen:?}");
+    let pubout = openssl_in(dir.path())
+        .args(["pkey", "-in", "key.pem", "-pubout", "-out", "pub.pem"])
+        .output()
+        .unwrap();
+    assert!(pubout.status.success(), "pkey -pubout: {pubout:?}");
+    let cfg = write_prefer_kae_config(dir.path());
+    let out = Command::new("valgrind")
+        .args(["--quiet", "--error-exitcode=99", "--track-origins=no"])
+        .arg(&probe)
+        .args(["pub.pem", "key.pem"])
+        .current_dir(dir.path())
+        .env("OPENSSL_CONF", &cfg)
+        .env_remove("OPENSSL_MODULES")
+        .output()
+        .expect("valgrind is needed for this test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ctx = format!(
+        "status {:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    assert!(
+        out.status.success(),
+        "the probe crashed or valgrind found errors: {ctx}"
+    );
+
+    let keyprov: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("KEYPROV"))
+        .collect();
+    assert_eq!(
+        keyprov.get(1).copied(),
+        Some("KEYPROV kae kae"),
+        "second round must use kae's key objects: {ctx}"
+    );
+    let results: Vec<&str> = stdout.lines().filter(|l| l.starts_with("RESULT")).collect();
+    assert_eq!(results.len(), 16, "two rounds of eight operations: {ctx}");
+    for r in &results {
+        assert!(r.ends_with(" ok"), "{r}\n{ctx}");
+    }
+
+    let mut own = 0;
+    let mut relisted = 0;
+    let mut problems = Vec::new();
+    for line in stdout.lines().filter(|l| l.starts_with("ALG ")) {
+        let mut f = line.splitn(4, ' ').skip(1);
+        let (op, owner, names) = (
+            f.next().unwrap().parse::<u32>().unwrap(),
+            f.next().unwrap(),
+            f.next().unwrap_or(""),
+        );
+        if owner.starts_with("libkae") {
+            own += 1;
+        } else {
+            relisted += 1;
+            if KEYED_OPS.contains(&op) && rsa_like(names) {
+                problems.push(format!("operation {op}: {names} is {owner}'s code"));
+            }
+        }
+    }
+    assert!(own >= 4, "kae's own RSA algorithms are missing: {ctx}");
+    assert!(
+        relisted > 0,
+        "nothing re-listed (load-default is on): {ctx}"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 8: what kae hands OpenSSL as a pointer never changes or expires
+// ---------------------------------------------------------------------------------------------
+
+fn get_param(key: &str, data_type: u32, data: *mut std::ffi::c_void, size: usize) -> i32 {
+    use std::ffi::CString;
+    let k = CString::new(key).unwrap();
+    let mut params = [
+        ffi::OSSL_PARAM {
+            key: k.as_ptr(),
+            data_type,
+            data,
+            data_size: size,
+            return_size: usize::MAX,
+        },
+        ffi::OSSL_PARAM {
+            key: std::ptr::null(),
+            data_type: 0,
+            data: std::ptr::null_mut(),
+            data_size: 0,
+            return_size: 0,
+        },
+    ];
+    unsafe { ffi::OSSL_PROVIDER_get_params(kae().prov, params.as_mut_ptr()) }
+}
+
+/// `buildinfo` is a UTF8_PTR: OpenSSL keeps the pointer. It used to point into a ring of live
+/// lines rebuilt every second and reused after about a minute; now it is one static string,
+/// and the live numbers are a copied UTF8_STRING parameter of their own (`live`).
+#[test]
+fn buildinfo_pointer_is_static_and_live_numbers_are_copied() {
+    use std::ffi::{c_char, CStr};
+    let read_ptr = || -> *const c_char {
+        let mut p: *const c_char = std::ptr::null();
+        let r = get_param(
+            "buildinfo",
+            ffi::OSSL_PARAM_UTF8_PTR,
+            (&mut p as *mut *const c_char).cast(),
+            0,
+        );
+        assert_eq!(r, 1, "get buildinfo");
+        assert!(!p.is_null());
+        p
+    };
+    let first = read_ptr();
+    let text = unsafe { CStr::from_ptr(first) }
+        .to_str()
+        .unwrap()
+        .to_owned();
+    std::thread::sleep(Duration::from_millis(1100));
+    let second = read_ptr();
+    assert_eq!(first, second, "buildinfo moved between calls");
+    assert_eq!(unsafe { CStr::from_ptr(first) }.to_str().unwrap(), text);
+    assert!(text.starts_with("kae "), "{text}");
+
+    // live: copied into the caller's buffer; a buffer too small is refused, not overrun.
+    let mut buf = vec![0u8; 1024];
+    let r = get_param(
+        "live",
+        ffi::OSSL_PARAM_UTF8_STRING,
+        buf.as_mut_ptr().cast(),
+        buf.len(),
+    );
+    assert_eq!(r, 1, "get live");
+    let line = CStr::from_bytes_until_nul(&buf).unwrap().to_str().unwrap();
+    assert!(
+        line.contains("backend ") && line.contains("process(es) with kae"),
+        "{line}"
+    );
+    let mut small = vec![0x5Au8; 16];
+    let r = get_param(
+        "live",
+        ffi::OSSL_PARAM_UTF8_STRING,
+        small.as_mut_ptr().cast(),
+        8,
+    );
+    common::clear_errors();
+    assert_ne!(r, 1, "an 8-byte buffer cannot hold the live line");
+    assert!(
+        small[8..].iter().all(|&b| b == 0x5A),
+        "wrote past the buffer"
+    );
+}

@@ -69,19 +69,6 @@ impl Core {
         core
     }
 
-    /// The application's library context this provider instance was loaded into.
-    ///
-    /// The core returns an opaque `OPENSSL_CORE_CTX *`; when the provider runs in the same
-    /// libcrypto as the application it is that application's `OSSL_LIB_CTX *` (the public
-    /// contract peers rely on to load the default provider next to themselves).
-    pub fn libctx(&self) -> *mut OSSL_LIB_CTX {
-        match self.get_libctx {
-            // SAFETY: valid core function with our handle.
-            Some(f) => unsafe { f(self.handle) }.cast(),
-            None => core::ptr::null_mut(),
-        }
-    }
-
     /// Puts a new error with our reason code (and optional detail text) on the thread's queue.
     pub fn raise(&self, reason: KaeError, detail: Option<&str>) {
         let (Some(new_error), Some(vset)) = (self.new_error, self.vset_error) else {

@@ -113,16 +113,39 @@ impl<'a> Param<'a> {
     }
 
     /// A UTF-8 string parameter (UTF8_STRING or UTF8_PTR).
+    ///
+    /// A UTF8_STRING is read within its `data_size` bytes (up to the first NUL, if any):
+    /// nothing guarantees a terminator inside or after the buffer. A UTF8_PTR is bounded by
+    /// its `data_size` when that is set; 0 means "NUL-terminated" by convention.
     pub fn get_utf8(&self) -> KaeResult<&'a str> {
-        let mut s: *const c_char = core::ptr::null();
-        // SAFETY: valid element and out-pointer; the string lives as long as the array.
-        if unsafe { OSSL_PARAM_get_utf8_string_ptr(self.ptr, &mut s) } != 1 || s.is_null() {
+        // SAFETY: valid element (constructor contract).
+        let p = unsafe { &*self.ptr };
+        let (data, bound): (*const u8, Option<usize>) = match p.data_type {
+            OSSL_PARAM_UTF8_STRING => (p.data as *const u8, Some(p.data_size)),
+            OSSL_PARAM_UTF8_PTR => {
+                if p.data.is_null() {
+                    return Err(KaeError::InvalidParam);
+                }
+                // SAFETY: for UTF8_PTR, data points to a `const char *`.
+                let s = unsafe { *(p.data as *const *const c_char) };
+                (s.cast(), (p.data_size > 0).then_some(p.data_size))
+            }
+            _ => return Err(KaeError::InvalidParam),
+        };
+        if data.is_null() {
             return Err(KaeError::InvalidParam);
         }
-        // SAFETY: OpenSSL guarantees NUL termination of UTF8 params it validated.
-        unsafe { CStr::from_ptr(s) }
-            .to_str()
-            .map_err(|_| KaeError::InvalidParam)
+        let bytes: &'a [u8] = match bound {
+            // SAFETY: the owner of the array vouches for data_size readable bytes.
+            Some(n) => {
+                let all = unsafe { core::slice::from_raw_parts(data, n) };
+                let end = all.iter().position(|&b| b == 0).unwrap_or(n);
+                &all[..end]
+            }
+            // SAFETY: a UTF8_PTR without a size points at a NUL-terminated string.
+            None => unsafe { CStr::from_ptr(data.cast()) }.to_bytes(),
+        };
+        core::str::from_utf8(bytes).map_err(|_| KaeError::InvalidParam)
     }
 
     /// An octet string parameter (OCTET_STRING or OCTET_PTR).
@@ -232,20 +255,11 @@ impl ParamMut<'_> {
         ok(unsafe { OSSL_PARAM_set_BN(self.ptr, v.as_ptr()) })
     }
     /// Sets a UTF8_STRING (copied into the caller's buffer) or a UTF8_PTR (pointer to a
-    /// static string).
+    /// static string: a UTF8_PTR answer is read after we return, so only `'static` data may
+    /// be handed out that way).
     pub fn set_utf8(&mut self, s: &'static CStr) -> KaeResult<()> {
-        // SAFETY: s is 'static.
-        unsafe { self.set_utf8_kept(s) }
-    }
-    /// Sets a UTF8 parameter from provider-kept memory: UTF8_PTR gets the pointer itself,
-    /// UTF8_STRING a copy.
-    ///
-    /// # Safety
-    /// `s` must point to a NUL-terminated string that stays valid for as long as the
-    /// requester may read a UTF8_PTR answer.
-    pub unsafe fn set_utf8_kept(&mut self, s: &CStr) -> KaeResult<()> {
         if self.data_type() == OSSL_PARAM_UTF8_PTR {
-            // SAFETY: valid element; lifetime of s guaranteed by our caller.
+            // SAFETY: valid element; s is 'static.
             ok(unsafe { OSSL_PARAM_set_utf8_ptr(self.ptr, s.as_ptr()) })
         } else {
             // SAFETY: valid element; libcrypto checks the buffer size.
@@ -353,5 +367,72 @@ impl Drop for OwnedParams {
         // SAFETY: owned; OSSL_PARAM_free frees the block (BN data is in the same block and
         // is cleansed by the builder's secure allocation when marked secret).
         unsafe { OSSL_PARAM_free(self.0.as_ptr()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utf8_param(key: &'static CStr, data_type: u32, data: *mut u8, size: usize) -> OSSL_PARAM {
+        OSSL_PARAM {
+            key: key.as_ptr(),
+            data_type,
+            data: data.cast(),
+            data_size: size,
+            return_size: OSSL_PARAM_UNMODIFIED,
+        }
+    }
+
+    /// A UTF8_STRING whose bytes are not NUL-terminated within (or right after) its size is
+    /// read within its size, never past it.
+    #[test]
+    fn utf8_string_without_nul_is_read_within_its_size() {
+        let mut buf = *b"SHA256XXXXXXXXXXXXXXXX\0";
+        let arr = [
+            utf8_param(c"digest", OSSL_PARAM_UTF8_STRING, buf.as_mut_ptr(), 6),
+            END,
+        ];
+        // SAFETY: a valid terminated array living for this scope.
+        let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
+        assert_eq!(ps.locate(c"digest").unwrap().get_utf8(), Ok("SHA256"));
+        // A NUL inside the size ends the string there.
+        buf[3] = 0;
+        assert_eq!(ps.locate(c"digest").unwrap().get_utf8(), Ok("SHA"));
+    }
+
+    #[test]
+    fn utf8_ptr_is_bounded_by_its_size_when_set() {
+        let mut text = *b"pkcs1garbage\0";
+        let mut ptr: *const c_char = text.as_mut_ptr().cast();
+        let mut arr = [
+            utf8_param(
+                c"pad-mode",
+                OSSL_PARAM_UTF8_PTR,
+                (&mut ptr as *mut *const c_char).cast(),
+                5,
+            ),
+            END,
+        ];
+        // SAFETY: as above.
+        let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
+        assert_eq!(ps.locate(c"pad-mode").unwrap().get_utf8(), Ok("pkcs1"));
+        arr[0].data_size = 0; // conventional: NUL-terminated
+                              // SAFETY: as above.
+        let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
+        assert_eq!(
+            ps.locate(c"pad-mode").unwrap().get_utf8(),
+            Ok("pkcs1garbage")
+        );
+        // A NULL data pointer and a wrong type are refused.
+        let arr = [
+            utf8_param(c"x", OSSL_PARAM_UTF8_STRING, core::ptr::null_mut(), 3),
+            utf8_param(c"y", OSSL_PARAM_OCTET_STRING, text.as_mut_ptr(), 3),
+            END,
+        ];
+        // SAFETY: as above.
+        let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
+        assert!(ps.locate(c"x").unwrap().get_utf8().is_err());
+        assert!(ps.locate(c"y").unwrap().get_utf8().is_err());
     }
 }

@@ -90,11 +90,19 @@ pub const OSSL_FUNC_PROVIDER_QUERY_OPERATION: c_int = 1027;
 pub const OSSL_FUNC_PROVIDER_GET_REASON_STRINGS: c_int = 1029;
 pub const OSSL_FUNC_PROVIDER_GET_CAPABILITIES: c_int = 1030;
 
+pub const OSSL_OP_DIGEST: c_int = 1;
+pub const OSSL_OP_CIPHER: c_int = 2;
+pub const OSSL_OP_MAC: c_int = 3;
+pub const OSSL_OP_KDF: c_int = 4;
+pub const OSSL_OP_RAND: c_int = 5;
 pub const OSSL_OP_KEYMGMT: c_int = 10;
+pub const OSSL_OP_KEYEXCH: c_int = 11;
 pub const OSSL_OP_SIGNATURE: c_int = 12;
 pub const OSSL_OP_ASYM_CIPHER: c_int = 13;
+pub const OSSL_OP_KEM: c_int = 14;
 pub const OSSL_OP_ENCODER: c_int = 20;
 pub const OSSL_OP_DECODER: c_int = 21;
+pub const OSSL_OP_STORE: c_int = 22;
 
 pub const OSSL_FUNC_KEYMGMT_NEW: c_int = 1;
 pub const OSSL_FUNC_KEYMGMT_GEN_INIT: c_int = 2;
@@ -427,6 +435,12 @@ extern "C" {
 
 extern "C" {
     pub fn OSSL_LIB_CTX_new() -> *mut OSSL_LIB_CTX;
+    /// A library context of the provider's own whose providers mirror the application's
+    /// (provider-base(7): the core's OPENSSL_CORE_CTX must not be used as an OSSL_LIB_CTX).
+    pub fn OSSL_LIB_CTX_new_child(
+        handle: *const OSSL_CORE_HANDLE,
+        in_: *const OSSL_DISPATCH,
+    ) -> *mut OSSL_LIB_CTX;
     pub fn OSSL_LIB_CTX_free(ctx: *mut OSSL_LIB_CTX);
 }
 

@@ -389,15 +389,17 @@ mod tests {
     #[test]
     fn utf8_string_without_nul_is_read_within_its_size() {
         let mut buf = *b"SHA256XXXXXXXXXXXXXXXX\0";
+        let data = buf.as_mut_ptr();
         let arr = [
-            utf8_param(c"digest", OSSL_PARAM_UTF8_STRING, buf.as_mut_ptr(), 6),
+            utf8_param(c"digest", OSSL_PARAM_UTF8_STRING, data, 6),
             END,
         ];
         // SAFETY: a valid terminated array living for this scope.
         let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
         assert_eq!(ps.locate(c"digest").unwrap().get_utf8(), Ok("SHA256"));
         // A NUL inside the size ends the string there.
-        buf[3] = 0;
+        // SAFETY: within buf, written through the pointer the parameter holds.
+        unsafe { data.add(3).write(0) };
         assert_eq!(ps.locate(c"digest").unwrap().get_utf8(), Ok("SHA"));
     }
 

@@ -273,7 +273,7 @@ if ! "$OPENSSL" pkeyutl -verify -pubin -inkey pub.pem -in dgst.bin -sigfile pss.
 fi
 
 if ((failures)); then
-    echo "valgrind.sh: $failures of $n checks failed"
+    echo "valgrind.sh: $failures failed checks over $n commands"
     KEEP_LOGS=1
     exit 1
 fi

@@ -19,7 +19,17 @@ use std::time::{Duration, Instant};
 const STALL: Duration = Duration::from_secs(10);
 const BITS: u32 = 2048;
 
+/// Every test starts here: it serializes the tests and, before anything in the process loads
+/// kae, sets what they need instead of relying on the runner (kae reads its settings when the
+/// provider is first initialised): `KAE_ASYNC=yes` offloads inside ASYNC jobs whatever the
+/// number of CPUs (`auto` computes inline on one CPU, and an inherited `KAE_ASYNC=no` would
+/// too), on the CPU backend.
 fn serial() -> MutexGuard<'static, ()> {
+    static ENV: std::sync::Once = std::sync::Once::new();
+    ENV.call_once(|| {
+        std::env::set_var("KAE_ASYNC", "yes");
+        std::env::set_var("KAE_BACKEND", "cpu");
+    });
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -303,12 +303,41 @@ fn key_params(bits: u32) {
         kae().import("RSA", ffi::EVP_PKEY_KEYPAIR, &params),
         "second import",
     );
-    assert_eq!(k.eq_raw(k), 1, "EVP_PKEY_eq(kae key, itself)");
     assert_eq!(
         k.eq_raw(&k2),
         1,
         "EVP_PKEY_eq(kae key, same key imported again)"
     );
+    // Negative controls that differ from k in one number only: kae's match must compare n and e
+    // (not just say "same type" or compare objects).
+    let n = ok(r.bn_param("n"), "n");
+    let e = ok(r.bn_param("e"), "e");
+    let mut n_flipped = n.clone();
+    n_flipped[n.len() / 2] ^= 0x10; // still odd, same size
+    let other_e: &[u8] = if e == [1u8, 0, 1] { &[3] } else { &[1, 0, 1] };
+    for (what, n, e) in [
+        ("modulus differs in one bit", &n_flipped[..], &e[..]),
+        ("different public exponent", &n[..], other_e),
+    ] {
+        let near = ok(
+            kae().import(
+                "RSA",
+                ffi::EVP_PKEY_PUBLIC_KEY,
+                &ParamsBuilder::new().bn("n", n).bn("e", e).build(),
+            ),
+            &format!("kae import of a public key whose {what}"),
+        );
+        assert_ne!(
+            k.eq_raw(&near),
+            1,
+            "EVP_PKEY_eq says equal to a key whose {what}"
+        );
+        assert_ne!(
+            near.eq_raw(&k2),
+            1,
+            "EVP_PKEY_eq (reversed) says equal to a key whose {what}"
+        );
+    }
     // Same material managed by kae and by default inside one library context.
     let mixed = kae_with_default();
     let km = ok(
@@ -942,6 +971,14 @@ fn pkcs1_implicit_rejection(bits: u32) {
         ("block type 1", bad_padding_ciphertext(kp, 0)),
         ("no separator", bad_padding_ciphertext(kp, 1)),
         ("tampered ciphertext", tampered_ciphertext(kp, &pt)),
+        (
+            "second tampered ciphertext",
+            tampered_ciphertext(kp, &pattern(98, 24)),
+        ),
+        (
+            "third tampered ciphertext",
+            tampered_ciphertext(kp, &pattern(97, 40)),
+        ),
     ];
     let mut synthetic = Vec::new();
     for (name, ct) in cases.drain(..) {
@@ -981,18 +1018,45 @@ fn pkcs1_implicit_rejection(bits: u32) {
         if name == "tampered ciphertext" {
             assert_ne!(a, pt, "{what}: synthetic message equals the real plaintext");
         }
+        // Not the message the tampered block still carries after its separator, if any.
+        let em = ok(
+            decrypt(rl, &kp.reference, &Enc::pad("none").params(), &ct),
+            "raw decrypt",
+        );
+        if let Some(sep) = em[2..]
+            .iter()
+            .position(|&b| b == 0)
+            .filter(|&sep| 2 + sep + 1 < em.len())
+        {
+            assert_ne!(
+                a,
+                em[2 + sep + 1..],
+                "{what}: returned the bytes after the first zero of the invalid block"
+            );
+        }
         expect_error(
             decrypt(kl, &kp.kae, &off, &ct),
             &format!("{what}: kae with implicit-rejection=0"),
         );
         synthetic.push(a);
     }
+    // Different ciphertexts give different synthetic messages. Each message is empty with
+    // probability about 1/(k-10), and two empty ones are equal by nature, so compare the non-empty
+    // ones; with five cases, fewer than two non-empty ones happens about once in 10^7 runs.
     let nonempty: Vec<_> = synthetic.iter().filter(|s| !s.is_empty()).collect();
-    if nonempty.len() >= 2 {
-        assert_ne!(
-            nonempty[0], nonempty[1],
-            "{bits}: different ciphertexts gave the same synthetic message"
-        );
+    assert!(
+        nonempty.len() >= 2,
+        "{bits}: {} of {} synthetic messages are empty (expected at most a rare one)",
+        synthetic.len() - nonempty.len(),
+        synthetic.len()
+    );
+    for i in 0..nonempty.len() {
+        for j in i + 1..nonempty.len() {
+            assert_ne!(
+                nonempty[i], nonempty[j],
+                "{bits}: different ciphertexts gave the same synthetic message"
+            );
+        }
     }
 }
 
@@ -1152,12 +1216,25 @@ fn tls_premaster(bits: u32) {
         wrong_version[1] = 1;
         let ct_wv = ok(encrypt(rl, &kp.reference, &enc, &wrong_version), "encrypt");
         let ct_short = ok(encrypt(rl, &kp.reference, &enc, &pms[..47]), "encrypt");
-        for (name, c, real) in [
-            ("wrong version", &ct_wv, &wrong_version[..]),
-            ("bad padding", &bad_padding_ciphertext(kp, 0), &pms[..]),
-            ("no separator", &bad_padding_ciphertext(kp, 1), &pms[..]),
-            ("47-byte premaster", &ct_short, &pms[..47]),
+        for (name, c) in [
+            ("wrong version", &ct_wv),
+            ("bad padding", &bad_padding_ciphertext(kp, 0)),
+            ("no separator", &bad_padding_ciphertext(kp, 1)),
+            ("47-byte premaster", &ct_short),
         ] {
+            // What the ciphertext really carries (raw decryption in the default provider): the
+            // random premaster must be none of its readings: the last 48 bytes of the block, and
+            // the bytes after its first zero separator (the message, if the padding had been
+            // accepted).
+            let em = ok(
+                decrypt(rl, &kp.reference, &Enc::pad("none").params(), c),
+                "raw decrypt",
+            );
+            let tail = &em[em.len() - 48..];
+            let carried = em[2..]
+                .iter()
+                .position(|&b| b == 0)
+                .map(|sep| &em[2 + sep + 1..]);
             let a = ok(
                 tls_decrypt(lib, key, c, 0x0303, None),
                 &format!("{what} {name}: must not fail"),
@@ -1169,14 +1246,26 @@ fn tls_premaster(bits: u32) {
             assert_eq!(a.len(), 48, "{what} {name}: length");
             assert_eq!(b.len(), 48, "{what} {name}: length");
             assert_ne!(
+                &a[..],
+                tail,
+                "{what} {name}: returned the last 48 bytes of the block"
+            );
+            assert_ne!(
                 a, b,
                 "{what} {name}: the random premaster must differ between calls"
             );
-            assert_ne!(
-                &a[..real.len().min(48)],
-                real,
-                "{what} {name}: returned the bad premaster"
-            );
+            if let Some(m) = carried.filter(|m| !m.is_empty() && m.len() <= 48) {
+                assert_ne!(
+                    &a[..m.len()],
+                    m,
+                    "{what} {name}: starts with the message the block carries"
+                );
+                assert_ne!(
+                    &a[48 - m.len()..],
+                    m,
+                    "{what} {name}: ends with the message the block carries"
+                );
+            }
             assert!(
                 a.iter().any(|&x| x != 0),
                 "{what} {name}: all-zero premaster"
@@ -1539,6 +1628,12 @@ fn rsa_pss_key_restricted() {
         dr.is_ok(),
         "MGF1 restriction: kae {dk:?} vs default {dr:?}"
     );
+    if let Ok(sig) = &dk {
+        ok(
+            digest_verify(rl, &r, Some("SHA256"), &pm, &msg, sig),
+            "default verifies kae's signature with the other MGF1 digest",
+        );
+    }
 
     // The restriction survives kae → default.
     let back = ok(

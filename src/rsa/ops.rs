@@ -454,17 +454,62 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    /// m^d mod n computed by num-bigint: an oracle that shares no code with kae or libcrypto.
+    fn oracle_private(key: &RsaKey, m: &[u8]) -> Vec<u8> {
+        use num_bigint::BigUint;
+        let big = |b: &BigNum| BigUint::from_bytes_be(&b.to_be_bytes().unwrap());
+        let (n, d) = (big(key.n().unwrap()), big(key.d.as_ref().unwrap()));
+        let r = BigUint::from_bytes_be(m).modpow(&d, &n).to_bytes_be();
+        let mut out = vec![0u8; key.size() - r.len()];
+        out.extend_from_slice(&r);
+        out
+    }
+
+    /// Blinding, seen from outside: every result equals an independent m^d mod n (num-bigint),
+    /// and the key's pool shows one pair that is taken and returned by each operation, squared
+    /// on reuse (uses 1, 2, …) and replaced by a fresh pair after `BLINDING_MAX_USES` uses. The
+    /// pair stays matched: with R the Montgomery radix, a = r^e·R and ai = r^-1·R mod n, so
+    /// (ai·R^-1)^e · (a·R^-1) = 1 mod n.
     #[test]
     fn blinding_pairs_are_reused_and_refreshed() {
-        let key = key1024();
-        let m = sample(key.size(), 3);
-        let mut first = vec![0u8; key.size()];
-        private_op(key, &m, &mut first).unwrap();
-        for _ in 0..(BLINDING_MAX_USES + 3) {
+        use num_bigint::BigUint;
+        // A key of its own: the shared one's pool is used by tests running in parallel.
+        let key = key1024().dup(true, true, true).unwrap();
+        let big = |b: &BigNum| BigUint::from_bytes_be(&b.to_be_bytes().unwrap());
+        let (n, e) = (big(key.n().unwrap()), big(key.e().unwrap()));
+        let radix = BigUint::from(1u8) << (key.bits().div_ceil(64) * 64);
+        let radix_inv = radix.modinv(&n).expect("R invertible mod n");
+        let mut uses_seen = Vec::new();
+        let mut last_a: Option<BigUint> = None;
+        for i in 0..(2 * BLINDING_MAX_USES + 4) {
+            let m = sample(key.size(), 3 + i as u8);
             let mut out = vec![0u8; key.size()];
-            private_op(key, &m, &mut out).unwrap();
-            assert_eq!(out, first, "blinding must not change the result");
+            private_op(&key, &m, &mut out).unwrap();
+            assert_eq!(out, oracle_private(&key, &m), "operation {i}: wrong result");
+            let pool = key.blindings.lock().unwrap();
+            assert_eq!(
+                pool.len(),
+                1,
+                "operation {i}: the pair was not returned to the pool"
+            );
+            let (a, ai) = (big(&pool[0].a), big(&pool[0].ai));
+            let plain_a = &a * &radix_inv % &n;
+            let plain_ai = &ai * &radix_inv % &n;
+            assert_eq!(
+                plain_ai.modpow(&e, &n) * plain_a % &n,
+                BigUint::from(1u8),
+                "operation {i}: blinding pair does not match"
+            );
+            assert_ne!(Some(&a), last_a.as_ref(), "operation {i}: pair not updated");
+            last_a = Some(a);
+            uses_seen.push(pool[0].uses);
         }
+        // Fresh pair (0), reused and squared up to the limit, then a fresh one again.
+        let want: Vec<u32> = (0..=BLINDING_MAX_USES)
+            .chain(0..=BLINDING_MAX_USES)
+            .chain(0..2)
+            .collect();
+        assert_eq!(uses_seen, want, "uses per operation");
     }
 
     #[test]

@@ -505,6 +505,17 @@ impl SslError {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+    /// The reason text of the first queued error raised by the provider of `lib`. OpenSSL
+    /// registers an error library for each provider it loads, named after the provider (the
+    /// module path here), and keeps the provider's own reason strings under it; an error that
+    /// libcrypto or another provider raised does not count.
+    pub fn reason_from(&self, lib: &Lib) -> Option<&str> {
+        self.entries
+            .iter()
+            .filter(|e| e.lib_str.as_deref() == Some(lib.prov_name.as_str()))
+            .filter_map(|e| e.reason_str.as_deref())
+            .find(|s| !s.trim().is_empty())
+    }
 }
 
 impl fmt::Display for SslError {
@@ -1704,10 +1715,30 @@ pub fn keypair(bits: u32) -> &'static KeyPair {
 // Assertion helpers
 // ---------------------------------------------------------------------------------------------
 
-/// Assert that `r` failed and left an error with a non-empty reason string on the queue.
-/// Returns the error (already printed).
+/// Assert that `r` failed and that kae raised the failure: an error of kae's error library with
+/// one of kae's reason strings is on the queue (a failure raised only by libcrypto or by another
+/// provider, e.g. because the operation never reached kae, does not pass). Returns the error
+/// (already printed).
 #[track_caller]
 pub fn expect_error<T: fmt::Debug>(r: Res<T>, what: &str) -> SslError {
+    match r {
+        Ok(v) => panic!("{what}: expected failure, got success: {v:?}"),
+        Err(e) => {
+            eprintln!("[expected failure] {what}: {e}");
+            assert!(
+                e.reason_from(kae()).is_some(),
+                "{what}: failed as expected but kae raised no error with a reason string: {e}"
+            );
+            e
+        }
+    }
+}
+
+/// Like [`expect_error`] for a failure that libcrypto itself raises before kae is called (the
+/// EVP layer's own argument checks): any error with a non-empty reason string passes. Use it
+/// only where the operation is not kae's to refuse.
+#[track_caller]
+pub fn expect_libcrypto_error<T: fmt::Debug>(r: Res<T>, what: &str) -> SslError {
     match r {
         Ok(v) => panic!("{what}: expected failure, got success: {v:?}"),
         Err(e) => {
@@ -1736,8 +1767,10 @@ pub fn check_error<T: fmt::Debug>(r: Res<T>, what: &str) -> Option<String> {
         }
         Err(e) => {
             eprintln!("[expected failure] {what}: {e}");
-            (!e.has_reason()).then(|| {
-                format!("{what}: failed as expected but left no error with a reason string: {e}")
+            e.reason_from(kae()).is_none().then(|| {
+                format!(
+                    "{what}: failed as expected but kae raised no error with a reason string: {e}"
+                )
             })
         }
     }

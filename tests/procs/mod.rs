@@ -348,6 +348,13 @@ pub fn openssl_in(dir: &Path) -> Command {
     for k in KAE_SETTINGS {
         c.env_remove(k);
     }
+    // And any other KAE_* variable of the caller (settings added later, KAE_LOG_TARGET,
+    // KAE_STATS_DIR, ...): the child gets only what the test sets.
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("KAE_") {
+            c.env_remove(k);
+        }
+    }
     c
 }
 

@@ -108,7 +108,7 @@ fn worker_loop(s: &Shared, idx: usize) {
             if s.stop.load(Ordering::Acquire) {
                 r.result = Err(crate::error::KaeError::BackendFailure);
             } else {
-                (s.compute)(r);
+                compute_caught(s.compute, r);
             }
         }
         // Out of flight before the waiters wake: whoever they wake sees consistent counts.
@@ -117,6 +117,21 @@ fn worker_loop(s: &Shared, idx: usize) {
         s.in_flight.fetch_sub(n, Ordering::AcqRel);
         crate::stats::in_flight_sub(n);
         s.completer.complete_all(&mut batch);
+    }
+}
+
+/// Runs `compute` on one request; a panic fails that request only (`KaeError::Panic`, no
+/// partial output) instead of unwinding out of the worker, which would leave the rest of its
+/// batch and everything queued behind it waiting forever.
+pub fn compute_caught(compute: ComputeFn, r: &mut Request) {
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compute(r)));
+    if caught.is_err() {
+        r.output.fill(0);
+        r.result = Err(crate::error::KaeError::Panic);
+        crate::logging::warn_rate_limited(
+            "worker-panic",
+            format_args!("kae: a pool computation panicked; its request fails, the worker goes on"),
+        );
     }
 }
 

@@ -252,7 +252,17 @@ impl Pool {
         self.poller_sleeper.register_current();
         let mut done: Vec<Request> = Vec::with_capacity(64);
         loop {
-            let n = self.backend.poll(&mut done, 64);
+            // A panicking poll must not end the poller: every later completion would be lost.
+            let n = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.backend.poll(&mut done, 64)
+            }))
+            .unwrap_or_else(|_| {
+                crate::logging::warn_rate_limited(
+                    "poller-panic",
+                    format_args!("kae: the {} backend's poll panicked", self.backend.name()),
+                );
+                0
+            });
             self.completer.complete_all(&mut done);
             if n > 0 {
                 continue;
@@ -852,6 +862,81 @@ mod tests {
                 w
             ))
             .is_err());
+    }
+
+    /// Waits until `w` has an outcome, at most `limit`.
+    fn done_within(w: &Waiter, limit: Duration) -> bool {
+        let t0 = Instant::now();
+        while !w.is_done() {
+            if t0.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    /// Input byte 1 marks a request whose computation panics.
+    const PANIC_MARK: u8 = 0xEE;
+
+    fn echo_or_panic(r: &mut Request) {
+        if r.input[1] == PANIC_MARK {
+            panic!("injected panic in a pool computation");
+        }
+        echo(r);
+    }
+
+    #[test]
+    fn a_panicking_computation_fails_its_request_and_the_worker_carries_on() {
+        let _serial = serial();
+        // One worker, so the requests queued behind the panicking one depend on it surviving.
+        let cfg = PoolConfig {
+            queues: 1,
+            depth: 16,
+            ..PoolConfig::default()
+        };
+        let pool = Pool::start_cpu(&cfg, echo_or_panic).unwrap();
+        let k = key();
+        let inputs: Vec<Vec<u8>> = (1..=12u8)
+            .map(|t| {
+                let mut v = input(k.size(), t);
+                if t == 4 || t == 9 {
+                    v[1] = PANIC_MARK;
+                }
+                v
+            })
+            .collect();
+        let waiters: Vec<Arc<Waiter>> = inputs
+            .iter()
+            .map(|m| {
+                let w = Arc::new(Waiter::new(None));
+                let req = Request::new(OpKind::Private, k.clone(), m, w.clone());
+                assert!(pool.submit(req).is_ok(), "queue has room for all 12");
+                w
+            })
+            .collect();
+        for (i, (w, m)) in waiters.iter().zip(&inputs).enumerate() {
+            assert!(
+                done_within(w, Duration::from_secs(10)),
+                "request {i} never completed (a panic killed its worker?)"
+            );
+            let (result, output) = w.take().unwrap();
+            if m[1] == PANIC_MARK {
+                assert_eq!(result, Err(KaeError::Panic), "request {i}");
+                assert!(
+                    output.iter().all(|&b| b == 0),
+                    "a failed request hands back no partial output"
+                );
+            } else {
+                assert_eq!(result, Ok(()), "request {i}");
+                assert_eq!(&output[..], &m[..], "request {i}");
+            }
+        }
+        // The worker is still there for new work.
+        let mut out = vec![0u8; k.size()];
+        run_blocking(&pool, OpKind::Private, &k, &input(k.size(), 77), &mut out).unwrap();
+        assert_eq!(out, input(k.size(), 77));
+        pool.shutdown();
     }
 
     #[test]

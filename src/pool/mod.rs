@@ -167,6 +167,14 @@ impl Completer {
         }
     }
 
+    /// Wakes every slot waiter (at shutdown: no slot will free any more).
+    fn wake_all_slot_waiters(&self) {
+        let all = std::mem::take(&mut *self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner()));
+        for w in all {
+            w.wake();
+        }
+    }
+
     /// Withdraws a registration whose submit succeeded: left in the list it would absorb a
     /// wake-up (one per freed slot) that another waiter needs, and that waiter could stall.
     fn cancel_slot_wait(&self, w: &Arc<Waiter>) {
@@ -183,7 +191,11 @@ pub struct Pool {
     completer: Arc<Completer>,
     poller_sleeper: Arc<Sleeper>,
     poller: Mutex<Option<JoinHandle<()>>>,
+    /// Shutdown has begun: submits are refused (callers compute inline).
     stop: AtomicBool,
+    /// `Backend::shutdown` has returned: nothing more can be accepted, so once nothing is in
+    /// flight the poller may leave.
+    backend_stopped: AtomicBool,
     /// Process that started this pool (a forked child starts its own).
     pid: u32,
 }
@@ -209,6 +221,7 @@ impl Pool {
             poller_sleeper: Arc::new(Sleeper::new()),
             poller: Mutex::new(None),
             stop: AtomicBool::new(false),
+            backend_stopped: AtomicBool::new(false),
             pid: std::process::id(),
         });
         if polled {
@@ -267,26 +280,37 @@ impl Pool {
             if n > 0 {
                 continue;
             }
-            if self.stop.load(Ordering::Acquire) && self.backend.in_flight() == 0 {
+            // Not on `stop` alone: a submit that passed its check just before `stop` was set
+            // may still be accepted until `Backend::shutdown` returns.
+            if self.backend_stopped.load(Ordering::Acquire) && self.backend.in_flight() == 0 {
                 return;
             }
             if self.backend.in_flight() > 0 {
                 std::thread::yield_now();
                 continue;
             }
-            self.poller_sleeper
-                .sleep_unless(|| self.backend.in_flight() > 0 || self.stop.load(Ordering::Acquire));
+            self.poller_sleeper.sleep_unless(|| {
+                self.backend.in_flight() > 0 || self.backend_stopped.load(Ordering::Acquire)
+            });
         }
     }
 
-    /// Stops the backend and the poller; queued requests complete with an error.
+    /// Stops the backend and the poller; queued requests complete with an error, and jobs
+    /// waiting for a free slot are woken (their retry is refused and they compute inline).
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::Release);
         self.backend.shutdown();
+        self.backend_stopped.store(true, Ordering::Release);
         self.poller_sleeper.wake();
         if let Some(h) = self.poller.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();
         }
+        self.completer.wake_all_slot_waiters();
+    }
+
+    /// Whether shutdown has begun (a refused submit then means "compute it yourself").
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
     }
 
     fn wait_for_slot(&self, w: &Arc<Waiter>) {
@@ -686,7 +710,8 @@ mod tests {
     /// A backend whose completions must be polled (as hardware queues are): exercises the
     /// poller thread.
     struct PolledEcho {
-        pending: Mutex<std::collections::VecDeque<Request>>,
+        /// Requests waiting to be polled, and whether the backend was shut down.
+        pending: Mutex<(std::collections::VecDeque<Request>, bool)>,
         in_flight: std::sync::atomic::AtomicUsize,
     }
 
@@ -695,14 +720,18 @@ mod tests {
             "polled-echo"
         }
         fn submit(&self, req: Request) -> Result<(), Request> {
+            let mut p = self.pending.lock().unwrap();
+            if p.1 {
+                return Err(req);
+            }
             self.in_flight.fetch_add(1, Ordering::AcqRel);
-            self.pending.lock().unwrap().push_back(req);
+            p.0.push_back(req);
             Ok(())
         }
         fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
             let mut p = self.pending.lock().unwrap();
-            let n = p.len().min(max);
-            for mut r in p.drain(..n) {
+            let n = p.0.len().min(max);
+            for mut r in p.0.drain(..n) {
                 echo(&mut r);
                 out.push(r);
             }
@@ -715,7 +744,9 @@ mod tests {
         fn needs_polling(&self) -> bool {
             true
         }
-        fn shutdown(&self) {}
+        fn shutdown(&self) {
+            self.pending.lock().unwrap().1 = true;
+        }
     }
 
     #[test]
@@ -937,6 +968,137 @@ mod tests {
         run_blocking(&pool, OpKind::Private, &k, &input(k.size(), 77), &mut out).unwrap();
         assert_eq!(out, input(k.size(), 77));
         pool.shutdown();
+    }
+
+    /// What became of one submission made while the pool shut down.
+    #[derive(Debug, PartialEq)]
+    enum Fate {
+        Completed,
+        Refused,
+        Stranded,
+    }
+
+    /// Submits one request (retrying while the queues are full but the pool runs) and waits
+    /// for it: a request the pool accepted must complete, with a result or an error.
+    fn submit_once(pool: &Pool, k: &Arc<RsaKey>, tag: u8) -> Fate {
+        let w = Arc::new(Waiter::new(None));
+        let mut req = Request::new(OpKind::Private, k.clone(), &input(k.size(), tag), w.clone());
+        loop {
+            match pool.submit(req) {
+                Ok(()) => break,
+                Err(back) if pool.stop.load(Ordering::Acquire) => {
+                    drop(back);
+                    return Fate::Refused;
+                }
+                Err(back) => {
+                    req = back;
+                    std::thread::yield_now();
+                }
+            }
+        }
+        if done_within(&w, Duration::from_secs(5)) {
+            Fate::Completed
+        } else {
+            Fate::Stranded
+        }
+    }
+
+    /// Resets the submit stall hook even when the test fails.
+    struct StallHook;
+    impl StallHook {
+        fn set(us: u64) -> StallHook {
+            crate::backend::cpu::SUBMIT_STALL_US.store(us, Ordering::Relaxed);
+            StallHook
+        }
+    }
+    impl Drop for StallHook {
+        fn drop(&mut self) {
+            crate::backend::cpu::SUBMIT_STALL_US.store(0, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_submission_held_up_across_shutdown_is_refused_not_stranded() {
+        let _serial = serial();
+        let k = key();
+        let pool = Pool::start_cpu(
+            &PoolConfig {
+                queues: 2,
+                depth: 8,
+                ..PoolConfig::default()
+            },
+            echo,
+        )
+        .unwrap();
+        // Every submission stalls 30 ms on its way to a queue lock; shutdown runs meanwhile.
+        let _hook = StallHook::set(30_000);
+        let fates: Vec<Fate> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4u8)
+                .map(|t| {
+                    let (pool, k) = (&pool, &k);
+                    s.spawn(move || submit_once(pool, k, t + 1))
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(5));
+            pool.shutdown();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(
+            !fates.contains(&Fate::Stranded),
+            "a request accepted after shutdown was never completed: {fates:?}"
+        );
+        assert!(fates.contains(&Fate::Refused), "{fates:?}");
+    }
+
+    #[test]
+    fn teardown_racing_submissions_strands_nothing() {
+        let _serial = serial();
+        let k = key();
+        let mut seen = [0usize; 3];
+        for round in 0..30u64 {
+            let pool = Pool::start_cpu(
+                &PoolConfig {
+                    queues: 2,
+                    depth: 2,
+                    ..PoolConfig::default()
+                },
+                echo,
+            )
+            .unwrap();
+            let fates: Vec<Fate> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..6u8)
+                    .map(|t| {
+                        let (pool, k) = (&pool, &k);
+                        s.spawn(move || {
+                            let mut f = Vec::new();
+                            loop {
+                                let fate = submit_once(pool, k, t + 1);
+                                let last = fate != Fate::Completed;
+                                f.push(fate);
+                                if last {
+                                    return f;
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                std::thread::sleep(Duration::from_micros(200 + round * 100));
+                pool.shutdown();
+                hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            });
+            for f in &fates {
+                seen[match f {
+                    Fate::Completed => 0,
+                    Fate::Refused => 1,
+                    Fate::Stranded => 2,
+                }] += 1;
+            }
+        }
+        assert_eq!(
+            seen[2], 0,
+            "stranded requests (completed, refused, stranded): {seen:?}"
+        );
+        assert!(seen[0] > 0 && seen[1] > 0, "{seen:?}");
     }
 
     #[test]

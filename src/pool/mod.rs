@@ -530,36 +530,40 @@ fn run_async(
     }
     let waiter = Arc::new(Waiter::new(None));
     let mut req = Request::new(kind, key.clone(), input, waiter.clone());
-    // 1. Submit; when every queue is full, make sure a free slot wakes us, then pause.
+    // 1. Submit. Every queue full: register for a free slot and retry once (a slot may have
+    //    freed before we registered); only when the retry fails too, attach our wake-up and
+    //    pause at once. Attaching earlier would put a wait fd in the ASYNC_WAIT_CTX that no
+    //    pause announces whenever the retry succeeds. A slot wake-up that comes before the
+    //    attachment is kept by the waiter and fires at attachment.
     let mut registered = false;
     loop {
-        match pool.submit(req) {
+        req = match pool.submit(req) {
             Ok(()) => break,
-            Err(back) => {
-                if pool.stop.load(Ordering::Acquire) {
-                    stats::note_fallback();
-                    return inline(kind, key, input, out);
-                }
-                stats::note_queue_full();
-                req = back;
-                waiter.set_wake(WaiterWake::Job(job.wake()?));
-                pool.wait_for_slot(&waiter);
-                registered = true;
-                // A slot may have freed before we registered: try once more before pausing.
-                match pool.submit(req) {
-                    Ok(()) => break,
-                    Err(back) => req = back,
-                }
-                job.set_status(crate::ffi::sys::ASYNC_STATUS_EAGAIN);
-                stats::note_pause();
-                job.pause()?;
-                job.drain_wait_fd();
-                job.set_status(crate::ffi::sys::ASYNC_STATUS_OK);
-            }
+            Err(back) => back,
+        };
+        if pool.stopping() {
+            return fall_back(pool, &waiter, registered, kind, key, input, out);
         }
+        stats::note_queue_full();
+        pool.wait_for_slot(&waiter);
+        registered = true;
+        req = match pool.submit(req) {
+            Ok(()) => break,
+            Err(back) => back,
+        };
+        if pool.stopping() {
+            return fall_back(pool, &waiter, registered, kind, key, input, out);
+        }
+        waiter.set_wake(WaiterWake::Job(job.wake()?));
+        job.set_status(crate::ffi::sys::ASYNC_STATUS_EAGAIN);
+        stats::note_pause();
+        job.pause()?;
+        job.drain_wait_fd();
+        job.set_status(crate::ffi::sys::ASYNC_STATUS_OK);
     }
     if registered {
         pool.cancel_slot_wait(&waiter);
+        waiter.clear_missed();
     }
     // 2. Wait for the result. The wake-up is attached only now, so an operation that is
     //    already done never announces a wait fd it will not pause on; once attached, pause at
@@ -582,10 +586,31 @@ fn run_async(
         }
     }
     let (result, output) = waiter.take().ok_or(KaeError::Internal)?;
+    if result.is_err() && pool.stopping() {
+        // Failed because the pool shut down under it (queued requests are cancelled).
+        return fall_back(pool, &waiter, false, kind, key, input, out);
+    }
     stats::record(kind, stats::Path::Offload, result.is_ok());
     result?;
     out.copy_from_slice(&output);
     Ok(())
+}
+
+/// The pool is shutting down: compute on the caller's thread instead.
+fn fall_back(
+    pool: &Pool,
+    waiter: &Arc<Waiter>,
+    registered: bool,
+    kind: OpKind,
+    key: &RsaKey,
+    input: &[u8],
+    out: &mut [u8],
+) -> KaeResult<()> {
+    if registered {
+        pool.cancel_slot_wait(waiter);
+    }
+    stats::note_fallback();
+    inline(kind, key, input, out)
 }
 
 /// Submits and blocks the calling thread until done (for hardware backends in sync mode and
@@ -1099,6 +1124,107 @@ mod tests {
             "stranded requests (completed, refused, stranded): {seen:?}"
         );
         assert!(seen[0] > 0 && seen[1] > 0, "{seen:?}");
+    }
+
+    /// A backend whose submits follow a script: `false` = "every queue is full", `true` =
+    /// accepted and completed at once (the result lands before the submitter could pause).
+    struct Scripted {
+        script: Mutex<std::collections::VecDeque<bool>>,
+        submits: AtomicUsize,
+    }
+
+    impl Backend for Scripted {
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        fn submit(&self, mut req: Request) -> Result<(), Request> {
+            self.submits.fetch_add(1, Ordering::AcqRel);
+            if !self.script.lock().unwrap().pop_front().unwrap_or(true) {
+                return Err(req);
+            }
+            echo(&mut req);
+            let Request {
+                result,
+                output,
+                waiter,
+                ..
+            } = req;
+            waiter.complete(result, output);
+            Ok(())
+        }
+        fn poll(&self, _out: &mut Vec<Request>, _max: usize) -> usize {
+            0
+        }
+        fn in_flight(&self) -> usize {
+            0
+        }
+        fn shutdown(&self) {}
+    }
+
+    fn scripted_pool(script: &[bool]) -> Arc<Pool> {
+        let b = Scripted {
+            script: Mutex::new(script.iter().copied().collect()),
+            submits: AtomicUsize::new(0),
+        };
+        Pool::start_with(Box::new(b), Arc::new(Completer::new())).unwrap()
+    }
+
+    type JobOutcome = Arc<Mutex<Option<(KaeResult<()>, Vec<u8>)>>>;
+
+    /// A job that runs one private operation through `run_async` on `pool`.
+    fn pool_job(
+        pool: &Arc<Pool>,
+        tag: u8,
+    ) -> (crate::ffi::async_job::testing::TestJob, JobOutcome) {
+        let outcome: JobOutcome = Arc::new(Mutex::new(None));
+        let (pool, o) = (pool.clone(), outcome.clone());
+        let k = key();
+        let m = input(k.size(), tag);
+        let job = crate::ffi::async_job::testing::TestJob::new(move |job| {
+            let mut out = vec![0u8; k.size()];
+            let r = run_async(&pool, job, OpKind::Private, &k, &m, &mut out);
+            *o.lock().unwrap() = Some((r, out));
+        });
+        (job, outcome)
+    }
+
+    #[test]
+    fn queue_full_then_accepted_without_a_pause_leaves_no_wait_fd() {
+        use crate::ffi::async_job::testing::Step;
+        let _serial = serial();
+        let k = key();
+        // Full, then the retry succeeds and the result is there at once: nothing to pause for.
+        let pool = scripted_pool(&[false, true]);
+        let (mut job, outcome) = pool_job(&pool, 5);
+        assert_eq!(job.step(), Step::Finished, "no pause was needed");
+        let (r, out) = outcome.lock().unwrap().take().unwrap();
+        assert_eq!(r, Ok(()));
+        assert_eq!(out, input(k.size(), 5));
+        assert_eq!(
+            job.fds(),
+            0,
+            "a wait fd was attached but the job never paused (HAProxy would crash on it)"
+        );
+    }
+
+    #[test]
+    fn queue_full_twice_pauses_with_the_wait_fd_attached_then_completes() {
+        use crate::ffi::async_job::testing::Step;
+        let _serial = serial();
+        let k = key();
+        let pool = scripted_pool(&[false, false, true]);
+        let (mut job, outcome) = pool_job(&pool, 6);
+        assert_eq!(job.step(), Step::Paused, "both tries found the queues full");
+        assert_eq!(job.fds(), 1, "the pause announces the wait fd");
+        assert!(outcome.lock().unwrap().is_none());
+        assert_eq!(
+            job.step(),
+            Step::Finished,
+            "the retry after the resume succeeds"
+        );
+        let (r, out) = outcome.lock().unwrap().take().unwrap();
+        assert_eq!(r, Ok(()));
+        assert_eq!(out, input(k.size(), 6));
     }
 
     #[test]

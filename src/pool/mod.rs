@@ -19,9 +19,10 @@ use crate::backend::cpu::{ComputeFn, CpuBackend};
 use crate::backend::{self, Backend, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
+use crate::ffi::fork::ForkMutex;
 use crate::rsa::RsaKey;
 use crate::stats;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
@@ -325,12 +326,52 @@ impl Pool {
 // ---- the process-wide pool -------------------------------------------------------------------
 
 /// The running pool, started on first use in each process (never in OSSL_provider_init).
-static CURRENT: AtomicPtr<Arc<Pool>> = AtomicPtr::new(core::ptr::null_mut());
-static START_LOCK: Mutex<()> = Mutex::new(());
+/// Readers take an `Arc` clone under the lock, so teardown (which takes the pool out under the
+/// same lock) can never free what a reader uses; the hot path is one uncontended lock.
+static CURRENT: ForkMutex<Option<Arc<Pool>>> = ForkMutex::new(None);
+/// Serialises starting and stopping the pool. Taken before `CURRENT` when both are held.
+static START_LOCK: ForkMutex<()> = ForkMutex::new(());
 /// Live provider instances; the last teardown stops the pool.
 static USERS: AtomicUsize = AtomicUsize::new(0);
+static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
+
+/// A fork waits until no other thread holds the pool's locks, so a child never inherits one
+/// held by a thread it does not have (it would block on it forever).
+extern "C" fn before_fork() {
+    START_LOCK.lock_for_fork();
+    CURRENT.lock_for_fork();
+}
+
+extern "C" fn after_fork_parent() {
+    // SAFETY: this thread took both in `before_fork` and holds no guard.
+    unsafe {
+        CURRENT.unlock_in_parent();
+        START_LOCK.unlock_in_parent();
+    }
+}
+
+extern "C" fn after_fork_child() {
+    // SAFETY: in the child right after fork; `before_fork` took both; no guard is alive.
+    unsafe {
+        CURRENT.reset_in_child();
+        START_LOCK.reset_in_child();
+    }
+}
+
+/// Registers the fork handlers once per process (children inherit them). Called before
+/// taking START_LOCK: pthread_atfork waits for a fork in progress, whose prepare handler may
+/// be waiting for START_LOCK.
+fn register_fork_handlers() {
+    if !FORK_HANDLERS.load(Ordering::Acquire)
+        && !FORK_HANDLERS.swap(true, Ordering::AcqRel)
+        && !crate::ffi::fork::register_atfork(before_fork, after_fork_parent, after_fork_child)
+    {
+        log::warn!("kae: could not register fork handlers for the queue pool");
+    }
+}
 
 pub fn add_user() {
+    register_fork_handlers();
     USERS.fetch_add(1, Ordering::AcqRel);
 }
 
@@ -342,17 +383,19 @@ pub fn remove_user() {
 }
 
 fn stop_current() {
-    let _g = START_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let p = CURRENT.swap(core::ptr::null_mut(), Ordering::AcqRel);
-    if p.is_null() {
+    let pool = {
+        let _g = START_LOCK.lock();
+        CURRENT.lock().take()
+    };
+    let Some(pool) = pool else {
         return;
-    }
-    // SAFETY: p came from Box::into_raw in `current`; we took it out of CURRENT.
-    let pool = unsafe { Box::from_raw(p) };
+    };
+    // Outside the locks: a fork meanwhile need not wait for the workers to finish.
     if pool.pid == std::process::id() {
         pool.shutdown();
     } else {
-        // Started by our parent before fork: its threads do not exist here; never join them.
+        // Started by our parent before fork: its threads do not exist here and its locks may
+        // be in any state; never join them, never drop it.
         std::mem::forget(pool);
     }
 }
@@ -360,25 +403,30 @@ fn stop_current() {
 /// The pool of this process, started on first call. After `fork()` the child sees the
 /// parent's pool (whose threads were not copied), leaves it alone and starts its own.
 pub fn current() -> Option<Arc<Pool>> {
+    current_with(backend::compute)
+}
+
+fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
     let pid = std::process::id();
-    let p = CURRENT.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: pools are only freed by the last provider teardown, when no operation runs.
-        let pool = unsafe { &*p };
-        if pool.pid == pid {
-            return Some(pool.clone());
-        }
+    if let Some(p) = running_in(pid) {
+        return Some(p);
     }
-    let _g = START_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let p = CURRENT.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: as above.
-        let pool = unsafe { &*p };
-        if pool.pid == pid {
-            return Some(pool.clone());
+    register_fork_handlers();
+    let _g = START_LOCK.lock();
+    let inherited = {
+        let mut cur = CURRENT.lock();
+        match cur.as_ref() {
+            Some(p) if p.pid == pid => return Some(p.clone()),
+            // Inherited from the parent: leak it (its mutexes may be in any state, its
+            // threads are gone) and start ours.
+            Some(_) => {
+                std::mem::forget(cur.take());
+                true
+            }
+            None => false,
         }
-        // Inherited from the parent: leak it (its mutexes may be in any state, its threads
-        // are gone) and start ours.
+    };
+    if inherited {
         log::info!("kae[{pid}]: forked child starts its own queue pool");
     }
     let cfg = config();
@@ -392,7 +440,7 @@ pub fn current() -> Option<Arc<Pool>> {
             ),
         );
     }
-    match Pool::start_cpu(&cfg, backend::compute) {
+    match Pool::start_cpu(&cfg, compute) {
         Ok(pool) => {
             log::info!(
                 "kae[{pid}]: queue pool started: backend {}, {} queues × depth {}",
@@ -400,7 +448,7 @@ pub fn current() -> Option<Arc<Pool>> {
                 cfg.queues,
                 cfg.depth
             );
-            CURRENT.store(Box::into_raw(Box::new(pool.clone())), Ordering::Release);
+            *CURRENT.lock() = Some(pool.clone());
             Some(pool)
         }
         Err(e) => {
@@ -411,6 +459,11 @@ pub fn current() -> Option<Arc<Pool>> {
             None
         }
     }
+}
+
+/// This process's pool, if it runs (a clone taken under the lock).
+fn running_in(pid: u32) -> Option<Arc<Pool>> {
+    CURRENT.lock().as_ref().filter(|p| p.pid == pid).cloned()
 }
 
 /// The backend a configuration selects, and why (for the start-up log line).
@@ -436,13 +489,7 @@ pub fn backend_label() -> &'static core::ffi::CStr {
 
 /// Pool of this process if one is running (for counters; never starts one).
 pub fn running() -> Option<Arc<Pool>> {
-    let p = CURRENT.load(Ordering::Acquire);
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: see `current`.
-    let pool = unsafe { &*p };
-    (pool.pid == std::process::id()).then(|| pool.clone())
+    running_in(std::process::id())
 }
 
 // ---- operations ----------------------------------------------------------------------------
@@ -652,7 +699,12 @@ mod tests {
     use super::*;
     use crate::ffi::bn::BigNum;
     use crate::rsa::KeyType;
+    use core::ffi::c_int;
     use std::time::{Duration, Instant};
+
+    fn lock_start() -> crate::ffi::fork::ForkMutexGuard<'static, ()> {
+        START_LOCK.lock()
+    }
 
     fn key() -> Arc<RsaKey> {
         static K: OnceLock<Arc<RsaKey>> = OnceLock::new();
@@ -690,27 +742,33 @@ mod tests {
         SERIAL.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// CPU seconds used so far by this process's pool threads (named kae-*).
-    fn pool_threads_cpu() -> f64 {
+    /// CPU seconds used so far by this process's pool threads whose name starts with
+    /// `prefix` (kae-cpu, kae-poller). Panics when there is no such thread or its times
+    /// cannot be read: a measurement of nothing must not pass for "idle".
+    fn pool_threads_cpu(prefix: &str) -> f64 {
         let tick = 100.0; // USER_HZ on Linux
         let mut total = 0.0;
+        let mut found = 0;
         for entry in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
             let dir = entry.path();
             let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-            if !comm.starts_with("kae-") {
+            if !comm.starts_with(prefix) {
                 continue;
             }
-            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            let stat = std::fs::read_to_string(dir.join("stat"))
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             // Fields after the parenthesised name: utime and stime are the 12th and 13th.
-            if let Some(rest) = stat.rsplit(')').next() {
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                if f.len() > 12 {
-                    total += (f[11].parse::<f64>().unwrap_or(0.0)
-                        + f[12].parse::<f64>().unwrap_or(0.0))
-                        / tick;
-                }
-            }
+            let rest = stat.rsplit(')').next().unwrap_or("");
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let field = |i: usize| -> f64 {
+                f.get(i)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("unreadable {}/stat: {stat:?}", dir.display()))
+            };
+            total += (field(11) + field(12)) / tick;
+            found += 1;
         }
+        assert!(found > 0, "no {prefix}* thread in this process");
         total
     }
 
@@ -793,9 +851,12 @@ mod tests {
             assert_eq!(out, input(k.size(), tag));
         }
         std::thread::sleep(Duration::from_millis(50));
-        let before = pool_threads_cpu();
+        let before = pool_threads_cpu("kae-poller");
         std::thread::sleep(Duration::from_millis(300));
-        assert!(pool_threads_cpu() - before < 0.03, "an idle poller sleeps");
+        assert!(
+            pool_threads_cpu("kae-poller") - before < 0.03,
+            "an idle poller sleeps"
+        );
         pool.shutdown();
         assert!(
             pool.poller.lock().unwrap().is_none(),
@@ -1227,6 +1288,147 @@ mod tests {
         assert_eq!(out, input(k.size(), 6));
     }
 
+    /// In a forked child: the process-wide pool must be this process's own and compute.
+    fn child_uses_its_own_pool(k: &Arc<RsaKey>, m: &[u8], expect: &[u8]) -> bool {
+        let Some(pool) = current() else {
+            return false;
+        };
+        if pool.pid != std::process::id() {
+            return false;
+        }
+        let mut out = vec![0u8; k.size()];
+        run_blocking(&pool, OpKind::Public, k, m, &mut out).is_ok() && out == expect
+    }
+
+    /// A key of its own for the fork tests (no other test's thread holds its locks).
+    fn fork_case() -> (Arc<RsaKey>, Vec<u8>, Vec<u8>) {
+        let k = Arc::new(
+            crate::rsa::ops::generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap())
+                .unwrap(),
+        );
+        let m = input(k.size(), 3);
+        let mut expect = vec![0u8; k.size()];
+        crate::rsa::ops::public_op(&k, &m, &mut expect).unwrap();
+        (k, m, expect)
+    }
+
+    #[test]
+    fn a_child_forked_while_the_start_lock_is_held_starts_its_own_pool() {
+        let _serial = serial();
+        let (k, m, expect) = fork_case();
+        assert!(current().is_some(), "the parent runs a pool");
+        // Another thread holds the start lock (as while it starts or stops the pool).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let _g = lock_start();
+            tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        });
+        rx.recv().unwrap();
+        let r = crate::ffi::fork::run_in_child(
+            || child_uses_its_own_pool(&k, &m, &expect),
+            Duration::from_secs(10),
+        );
+        holder.join().unwrap();
+        stop_current();
+        assert_eq!(r, Ok(0), "the child could not use a pool of its own");
+    }
+
+    #[test]
+    fn forks_while_another_thread_starts_and_stops_the_pool() {
+        let _serial = serial();
+        let (k, m, expect) = fork_case();
+        let stop = AtomicBool::new(false);
+        let cycles = AtomicUsize::new(0);
+        let results: Vec<Result<c_int, String>> = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Acquire) {
+                    add_user();
+                    let _ = current();
+                    remove_user();
+                    cycles.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            let r = (0..15)
+                .map(|i| {
+                    std::thread::sleep(Duration::from_micros(300 + 137 * i));
+                    crate::ffi::fork::run_in_child(
+                        || child_uses_its_own_pool(&k, &m, &expect),
+                        Duration::from_secs(5),
+                    )
+                })
+                .collect();
+            stop.store(true, Ordering::Release);
+            r
+        });
+        stop_current();
+        let bad: Vec<_> = results.iter().filter(|r| **r != Ok(0)).collect();
+        assert!(
+            bad.is_empty(),
+            "{} of {} children failed ({} start/stop cycles meanwhile): {bad:?}",
+            bad.len(),
+            results.len(),
+            cycles.load(Ordering::Relaxed)
+        );
+        assert!(cycles.load(Ordering::Relaxed) > 15, "the pool was cycled");
+    }
+
+    #[test]
+    fn operations_racing_the_last_teardown_complete_or_compute_inline() {
+        let _serial = serial();
+        let (k, m, expect) = fork_case();
+        let stop = AtomicBool::new(false);
+        let (ops, cycles) = std::thread::scope(|s| {
+            let cycler = s.spawn(|| {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Acquire) {
+                    add_user();
+                    std::thread::yield_now();
+                    remove_user(); // last user: takes the pool out and shuts it down
+                    n += 1;
+                }
+                n
+            });
+            let users: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut n = 0u64;
+                        while !stop.load(Ordering::Acquire) {
+                            // A pool handed out just before teardown stays valid; its
+                            // refusal (or cancellation) must not hang or fail the operation.
+                            let mut out = vec![0u8; k.size()];
+                            match current() {
+                                Some(pool) => {
+                                    match run_blocking(&pool, OpKind::Public, &k, &m, &mut out) {
+                                        Ok(()) => {}
+                                        Err(_) if pool.stopping() => {
+                                            inline(OpKind::Public, &k, &m, &mut out).unwrap()
+                                        }
+                                        Err(e) => panic!("{e:?} from a running pool"),
+                                    }
+                                }
+                                None => panic!("no pool"),
+                            }
+                            assert_eq!(out, expect);
+                            let _ = running().map(|p| p.high_water());
+                            n += 1;
+                        }
+                        n
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_secs(2));
+            stop.store(true, Ordering::Release);
+            let ops: u64 = users.into_iter().map(|h| h.join().unwrap()).sum();
+            (ops, cycler.join().unwrap())
+        });
+        stop_current();
+        assert!(
+            ops > 100 && cycles > 100,
+            "{ops} operations, {cycles} teardowns"
+        );
+    }
+
     #[test]
     fn idle_pool_threads_sleep() {
         let _serial = serial();
@@ -1241,9 +1443,9 @@ mod tests {
         run_blocking(&pool, OpKind::Private, &k, &input(k.size(), 3), &mut out).unwrap();
         std::thread::sleep(Duration::from_millis(50));
         // All pool threads parked: their CPU time barely moves while idle.
-        let before = pool_threads_cpu();
+        let before = pool_threads_cpu("kae-cpu-");
         std::thread::sleep(Duration::from_millis(300));
-        let used = pool_threads_cpu() - before;
+        let used = pool_threads_cpu("kae-cpu-") - before;
         assert!(used < 0.03, "idle pool threads used {used:.3}s CPU in 0.3s");
         pool.shutdown();
     }

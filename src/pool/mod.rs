@@ -4,10 +4,16 @@
 //! start, fork safety.
 //!
 //! Request flow in async mode (inside an `ASYNC_JOB`):
-//! submit → (queue full: register for a free slot, pause, retry) → pause until our wait fd or
-//! the application's callback fires → drain the fd → result (a resume without a result is
-//! spurious: pause again).
+//! submit → (queue full: register for a free slot, retry once, then attach the wake-up and
+//! pause, retry) → attach the wake-up, pause until our wait fd or the application's callback
+//! fires → drain the fd → result (a resume without a result is spurious: pause again). The
+//! wake-up (wait fd) is attached only right before a pause that really happens.
 //! Without a job the CPU backend computes inline on the caller's thread (no thread hop).
+//!
+//! Lifecycle: the process-wide pool is an `Arc` handed out under a lock (teardown takes it
+//! out under the same lock, so it never frees what a caller holds); a submit after shutdown
+//! began is refused (the caller computes inline); fork handlers keep the pool's locks free
+//! in a child; a panicking computation fails its request, not its worker.
 
 pub mod sleeper;
 pub mod waiter;

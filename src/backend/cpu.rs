@@ -108,7 +108,7 @@ fn worker_loop(s: &Shared, idx: usize) {
             if s.stop.load(Ordering::Acquire) {
                 r.result = Err(crate::error::KaeError::BackendFailure);
             } else {
-                (s.compute)(r);
+                compute_caught(s.compute, r);
             }
         }
         // Out of flight before the waiters wake: whoever they wake sees consistent counts.
@@ -120,6 +120,35 @@ fn worker_loop(s: &Shared, idx: usize) {
     }
 }
 
+/// Runs `compute` on one request; a panic fails that request only (`KaeError::Panic`, no
+/// partial output) instead of unwinding out of the worker, which would leave the rest of its
+/// batch and everything queued behind it waiting forever.
+pub fn compute_caught(compute: ComputeFn, r: &mut Request) {
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compute(r)));
+    if caught.is_err() {
+        r.output.fill(0);
+        r.result = Err(crate::error::KaeError::Panic);
+        crate::logging::warn_rate_limited(
+            "worker-panic",
+            format_args!("kae: a pool computation panicked; its request fails, the worker goes on"),
+        );
+    }
+}
+
+/// Test hook: how long `submit` stalls before taking a queue lock (µs), so tests can hold a
+/// submission inside the window a shutdown might race with.
+#[cfg(test)]
+pub(crate) static SUBMIT_STALL_US: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+#[cfg(test)]
+fn stall_for_test() {
+    let us = SUBMIT_STALL_US.load(Ordering::Relaxed);
+    if us > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(us));
+    }
+}
+
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
         "cpu"
@@ -127,6 +156,7 @@ impl Backend for CpuBackend {
 
     fn submit(&self, req: Request) -> Result<(), Request> {
         let s = &self.shared;
+        // Fast path only; the check that counts is the one under the queue lock below.
         if s.stop.load(Ordering::Acquire) {
             return Err(req);
         }
@@ -139,9 +169,18 @@ impl Backend for CpuBackend {
             .min_by_key(|&i| (s.queues[i].load.load(Ordering::Acquire), i))
             .unwrap_or(0);
         let mut req = req;
+        #[cfg(test)]
+        stall_for_test();
         for i in 0..n {
             let q = &s.queues[(first + i) % n];
             let mut items = q.items.lock().unwrap_or_else(|e| e.into_inner());
+            // Under the queue lock: `shutdown` sets `stop` before it drains each queue under
+            // this same lock, so a request pushed here is either drained (and failed) by it or
+            // refused; none lands in a queue nobody empties any more.
+            if s.stop.load(Ordering::Acquire) {
+                drop(items);
+                return Err(req);
+            }
             if items.len() >= s.depth {
                 continue;
             }
@@ -180,7 +219,8 @@ impl Backend for CpuBackend {
         for h in workers {
             let _ = h.join();
         }
-        // Whatever is still queued completes with an error so its waiter is woken.
+        // Whatever is still queued completes with an error so its waiter is woken. Submits
+        // that check `stop` after this drain (under the same lock) see it set and refuse.
         let mut rest = Vec::new();
         for q in &self.shared.queues {
             rest.extend(q.items.lock().unwrap_or_else(|e| e.into_inner()).drain(..));

@@ -56,6 +56,8 @@ pub trait Backend: Send + Sync {
     /// Short name shown to operators ("cpu", "hpre").
     fn name(&self) -> &'static str;
     /// Queues a request; hands it back when every queue is full (or the backend stopped).
+    /// Once `shutdown` has begun, every submit must be refused or its request drained by
+    /// that shutdown: check the stop flag under the lock the shutdown drains under.
     fn submit(&self, req: Request) -> Result<(), Request>;
     /// Moves up to `max` finished requests into `out`; returns how many. Only called for
     /// backends that `needs_polling`.
@@ -68,7 +70,8 @@ pub trait Backend: Send + Sync {
     fn needs_polling(&self) -> bool {
         false
     }
-    /// Stops worker threads; queued requests complete with an error.
+    /// Stops worker threads; queued requests complete with an error. After it returns every
+    /// submit is refused, so `in_flight` only goes down.
     fn shutdown(&self);
     /// Deepest any queue has been (for operators).
     fn high_water(&self) -> usize {

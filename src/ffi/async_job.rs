@@ -185,6 +185,122 @@ impl AsyncJob {
     }
 }
 
+/// Runs a closure inside a real ASYNC job with its own wait context, for unit tests of code
+/// that pauses (the pool's async path).
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    extern "C" {
+        fn ASYNC_WAIT_CTX_new() -> *mut ASYNC_WAIT_CTX;
+        fn ASYNC_WAIT_CTX_free(ctx: *mut ASYNC_WAIT_CTX);
+        fn ASYNC_WAIT_CTX_get_all_fds(
+            ctx: *mut ASYNC_WAIT_CTX,
+            fd: *mut c_int,
+            numfds: *mut usize,
+        ) -> c_int;
+        fn ASYNC_start_job(
+            job: *mut *mut ASYNC_JOB,
+            ctx: *mut ASYNC_WAIT_CTX,
+            ret: *mut c_int,
+            func: unsafe extern "C" fn(*mut c_void) -> c_int,
+            args: *mut c_void,
+            size: usize,
+        ) -> c_int;
+    }
+
+    const ASYNC_PAUSE: c_int = 2;
+    const ASYNC_FINISH: c_int = 3;
+
+    type Body = Box<dyn FnMut(&AsyncJob)>;
+
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum Step {
+        Paused,
+        Finished,
+    }
+
+    pub struct TestJob {
+        ctx: *mut ASYNC_WAIT_CTX,
+        job: *mut ASYNC_JOB,
+        /// Boxed twice so the job's copy of the argument (a thin pointer) stays valid.
+        body: Box<Body>,
+    }
+
+    unsafe extern "C" fn trampoline(arg: *mut c_void) -> c_int {
+        // SAFETY: arg points at ASYNC's copy of the `*mut Body` passed to ASYNC_start_job,
+        // which points into the TestJob that outlives the job.
+        let body = unsafe { &mut **(arg as *mut *mut Body) };
+        let Some(job) = AsyncJob::current() else {
+            return 0;
+        };
+        // No unwinding through the C frames of the job.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&job))) {
+            Ok(()) => 1,
+            Err(_) => 0,
+        }
+    }
+
+    impl TestJob {
+        pub fn new(body: impl FnMut(&AsyncJob) + 'static) -> TestJob {
+            // SAFETY: plain constructor.
+            let ctx = unsafe { ASYNC_WAIT_CTX_new() };
+            assert!(!ctx.is_null());
+            TestJob {
+                ctx,
+                job: core::ptr::null_mut(),
+                body: Box::new(Box::new(body)),
+            }
+        }
+
+        /// Starts the job, or resumes it after a pause.
+        pub fn step(&mut self) -> Step {
+            let mut arg: *mut Body = &mut *self.body;
+            let mut ret: c_int = 0;
+            // SAFETY: valid ctx; args is copied by ASYNC_start_job; the body it points to
+            // lives in self, which the caller keeps until the job finished.
+            let r = unsafe {
+                ASYNC_start_job(
+                    &mut self.job,
+                    self.ctx,
+                    &mut ret,
+                    trampoline,
+                    (&mut arg as *mut *mut Body).cast(),
+                    core::mem::size_of::<*mut Body>(),
+                )
+            };
+            match r {
+                ASYNC_PAUSE => Step::Paused,
+                ASYNC_FINISH => {
+                    assert_eq!(ret, 1, "the job body panicked or found no job");
+                    Step::Finished
+                }
+                other => panic!("ASYNC_start_job returned {other}"),
+            }
+        }
+
+        /// Wait fds present in the job's wait context.
+        pub fn fds(&self) -> usize {
+            let mut n: usize = 0;
+            // SAFETY: valid ctx; NULL fd array asks for the count only.
+            let ok = unsafe { ASYNC_WAIT_CTX_get_all_fds(self.ctx, core::ptr::null_mut(), &mut n) };
+            assert_eq!(ok, 1);
+            n
+        }
+    }
+
+    impl Drop for TestJob {
+        fn drop(&mut self) {
+            assert!(
+                self.job.is_null() || std::thread::panicking(),
+                "TestJob dropped while its job is paused"
+            );
+            // SAFETY: ctx is ours and no job uses it any more.
+            unsafe { ASYNC_WAIT_CTX_free(self.ctx) };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,10 +4,16 @@
 //! start, fork safety.
 //!
 //! Request flow in async mode (inside an `ASYNC_JOB`):
-//! submit → (queue full: register for a free slot, pause, retry) → pause until our wait fd or
-//! the application's callback fires → drain the fd → result (a resume without a result is
-//! spurious: pause again).
+//! submit → (queue full: register for a free slot, retry once, then attach the wake-up and
+//! pause, retry) → attach the wake-up, pause until our wait fd or the application's callback
+//! fires → drain the fd → result (a resume without a result is spurious: pause again). The
+//! wake-up (wait fd) is attached only right before a pause that really happens.
 //! Without a job the CPU backend computes inline on the caller's thread (no thread hop).
+//!
+//! Lifecycle: the process-wide pool is an `Arc` handed out under a lock (teardown takes it
+//! out under the same lock, so it never frees what a caller holds); a submit after shutdown
+//! began is refused (the caller computes inline); fork handlers keep the pool's locks free
+//! in a child; a panicking computation fails its request, not its worker.
 
 pub mod sleeper;
 pub mod waiter;
@@ -19,9 +25,10 @@ use crate::backend::cpu::{ComputeFn, CpuBackend};
 use crate::backend::{self, Backend, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
+use crate::ffi::fork::ForkMutex;
 use crate::rsa::RsaKey;
 use crate::stats;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
@@ -167,6 +174,14 @@ impl Completer {
         }
     }
 
+    /// Wakes every slot waiter (at shutdown: no slot will free any more).
+    fn wake_all_slot_waiters(&self) {
+        let all = std::mem::take(&mut *self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner()));
+        for w in all {
+            w.wake();
+        }
+    }
+
     /// Withdraws a registration whose submit succeeded: left in the list it would absorb a
     /// wake-up (one per freed slot) that another waiter needs, and that waiter could stall.
     fn cancel_slot_wait(&self, w: &Arc<Waiter>) {
@@ -183,7 +198,11 @@ pub struct Pool {
     completer: Arc<Completer>,
     poller_sleeper: Arc<Sleeper>,
     poller: Mutex<Option<JoinHandle<()>>>,
+    /// Shutdown has begun: submits are refused (callers compute inline).
     stop: AtomicBool,
+    /// `Backend::shutdown` has returned: nothing more can be accepted, so once nothing is in
+    /// flight the poller may leave.
+    backend_stopped: AtomicBool,
     /// Process that started this pool (a forked child starts its own).
     pid: u32,
 }
@@ -209,6 +228,7 @@ impl Pool {
             poller_sleeper: Arc::new(Sleeper::new()),
             poller: Mutex::new(None),
             stop: AtomicBool::new(false),
+            backend_stopped: AtomicBool::new(false),
             pid: std::process::id(),
         });
         if polled {
@@ -252,31 +272,52 @@ impl Pool {
         self.poller_sleeper.register_current();
         let mut done: Vec<Request> = Vec::with_capacity(64);
         loop {
-            let n = self.backend.poll(&mut done, 64);
+            // A panicking poll must not end the poller: every later completion would be lost.
+            let n = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.backend.poll(&mut done, 64)
+            }))
+            .unwrap_or_else(|_| {
+                crate::logging::warn_rate_limited(
+                    "poller-panic",
+                    format_args!("kae: the {} backend's poll panicked", self.backend.name()),
+                );
+                0
+            });
             self.completer.complete_all(&mut done);
             if n > 0 {
                 continue;
             }
-            if self.stop.load(Ordering::Acquire) && self.backend.in_flight() == 0 {
+            // Not on `stop` alone: a submit that passed its check just before `stop` was set
+            // may still be accepted until `Backend::shutdown` returns.
+            if self.backend_stopped.load(Ordering::Acquire) && self.backend.in_flight() == 0 {
                 return;
             }
             if self.backend.in_flight() > 0 {
                 std::thread::yield_now();
                 continue;
             }
-            self.poller_sleeper
-                .sleep_unless(|| self.backend.in_flight() > 0 || self.stop.load(Ordering::Acquire));
+            self.poller_sleeper.sleep_unless(|| {
+                self.backend.in_flight() > 0 || self.backend_stopped.load(Ordering::Acquire)
+            });
         }
     }
 
-    /// Stops the backend and the poller; queued requests complete with an error.
+    /// Stops the backend and the poller; queued requests complete with an error, and jobs
+    /// waiting for a free slot are woken (their retry is refused and they compute inline).
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::Release);
         self.backend.shutdown();
+        self.backend_stopped.store(true, Ordering::Release);
         self.poller_sleeper.wake();
         if let Some(h) = self.poller.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();
         }
+        self.completer.wake_all_slot_waiters();
+    }
+
+    /// Whether shutdown has begun (a refused submit then means "compute it yourself").
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
     }
 
     fn wait_for_slot(&self, w: &Arc<Waiter>) {
@@ -291,12 +332,52 @@ impl Pool {
 // ---- the process-wide pool -------------------------------------------------------------------
 
 /// The running pool, started on first use in each process (never in OSSL_provider_init).
-static CURRENT: AtomicPtr<Arc<Pool>> = AtomicPtr::new(core::ptr::null_mut());
-static START_LOCK: Mutex<()> = Mutex::new(());
+/// Readers take an `Arc` clone under the lock, so teardown (which takes the pool out under the
+/// same lock) can never free what a reader uses; the hot path is one uncontended lock.
+static CURRENT: ForkMutex<Option<Arc<Pool>>> = ForkMutex::new(None);
+/// Serialises starting and stopping the pool. Taken before `CURRENT` when both are held.
+static START_LOCK: ForkMutex<()> = ForkMutex::new(());
 /// Live provider instances; the last teardown stops the pool.
 static USERS: AtomicUsize = AtomicUsize::new(0);
+static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
+
+/// A fork waits until no other thread holds the pool's locks, so a child never inherits one
+/// held by a thread it does not have (it would block on it forever).
+extern "C" fn before_fork() {
+    START_LOCK.lock_for_fork();
+    CURRENT.lock_for_fork();
+}
+
+extern "C" fn after_fork_parent() {
+    // SAFETY: this thread took both in `before_fork` and holds no guard.
+    unsafe {
+        CURRENT.unlock_in_parent();
+        START_LOCK.unlock_in_parent();
+    }
+}
+
+extern "C" fn after_fork_child() {
+    // SAFETY: in the child right after fork; `before_fork` took both; no guard is alive.
+    unsafe {
+        CURRENT.reset_in_child();
+        START_LOCK.reset_in_child();
+    }
+}
+
+/// Registers the fork handlers once per process (children inherit them). Called before
+/// taking START_LOCK: pthread_atfork waits for a fork in progress, whose prepare handler may
+/// be waiting for START_LOCK.
+fn register_fork_handlers() {
+    if !FORK_HANDLERS.load(Ordering::Acquire)
+        && !FORK_HANDLERS.swap(true, Ordering::AcqRel)
+        && !crate::ffi::fork::register_atfork(before_fork, after_fork_parent, after_fork_child)
+    {
+        log::warn!("kae: could not register fork handlers for the queue pool");
+    }
+}
 
 pub fn add_user() {
+    register_fork_handlers();
     USERS.fetch_add(1, Ordering::AcqRel);
 }
 
@@ -308,17 +389,19 @@ pub fn remove_user() {
 }
 
 fn stop_current() {
-    let _g = START_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let p = CURRENT.swap(core::ptr::null_mut(), Ordering::AcqRel);
-    if p.is_null() {
+    let pool = {
+        let _g = START_LOCK.lock();
+        CURRENT.lock().take()
+    };
+    let Some(pool) = pool else {
         return;
-    }
-    // SAFETY: p came from Box::into_raw in `current`; we took it out of CURRENT.
-    let pool = unsafe { Box::from_raw(p) };
+    };
+    // Outside the locks: a fork meanwhile need not wait for the workers to finish.
     if pool.pid == std::process::id() {
         pool.shutdown();
     } else {
-        // Started by our parent before fork: its threads do not exist here; never join them.
+        // Started by our parent before fork: its threads do not exist here and its locks may
+        // be in any state; never join them, never drop it.
         std::mem::forget(pool);
     }
 }
@@ -326,25 +409,30 @@ fn stop_current() {
 /// The pool of this process, started on first call. After `fork()` the child sees the
 /// parent's pool (whose threads were not copied), leaves it alone and starts its own.
 pub fn current() -> Option<Arc<Pool>> {
+    current_with(backend::compute)
+}
+
+fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
     let pid = std::process::id();
-    let p = CURRENT.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: pools are only freed by the last provider teardown, when no operation runs.
-        let pool = unsafe { &*p };
-        if pool.pid == pid {
-            return Some(pool.clone());
-        }
+    if let Some(p) = running_in(pid) {
+        return Some(p);
     }
-    let _g = START_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let p = CURRENT.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: as above.
-        let pool = unsafe { &*p };
-        if pool.pid == pid {
-            return Some(pool.clone());
+    register_fork_handlers();
+    let _g = START_LOCK.lock();
+    let inherited = {
+        let mut cur = CURRENT.lock();
+        match cur.as_ref() {
+            Some(p) if p.pid == pid => return Some(p.clone()),
+            // Inherited from the parent: leak it (its mutexes may be in any state, its
+            // threads are gone) and start ours.
+            Some(_) => {
+                std::mem::forget(cur.take());
+                true
+            }
+            None => false,
         }
-        // Inherited from the parent: leak it (its mutexes may be in any state, its threads
-        // are gone) and start ours.
+    };
+    if inherited {
         log::info!("kae[{pid}]: forked child starts its own queue pool");
     }
     let cfg = config();
@@ -358,7 +446,7 @@ pub fn current() -> Option<Arc<Pool>> {
             ),
         );
     }
-    match Pool::start_cpu(&cfg, backend::compute) {
+    match Pool::start_cpu(&cfg, compute) {
         Ok(pool) => {
             log::info!(
                 "kae[{pid}]: queue pool started: backend {}, {} queues × depth {}",
@@ -366,7 +454,7 @@ pub fn current() -> Option<Arc<Pool>> {
                 cfg.queues,
                 cfg.depth
             );
-            CURRENT.store(Box::into_raw(Box::new(pool.clone())), Ordering::Release);
+            *CURRENT.lock() = Some(pool.clone());
             Some(pool)
         }
         Err(e) => {
@@ -377,6 +465,11 @@ pub fn current() -> Option<Arc<Pool>> {
             None
         }
     }
+}
+
+/// This process's pool, if it runs (a clone taken under the lock).
+fn running_in(pid: u32) -> Option<Arc<Pool>> {
+    CURRENT.lock().as_ref().filter(|p| p.pid == pid).cloned()
 }
 
 /// The backend a configuration selects, and why (for the start-up log line).
@@ -402,13 +495,7 @@ pub fn backend_label() -> &'static core::ffi::CStr {
 
 /// Pool of this process if one is running (for counters; never starts one).
 pub fn running() -> Option<Arc<Pool>> {
-    let p = CURRENT.load(Ordering::Acquire);
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: see `current`.
-    let pool = unsafe { &*p };
-    (pool.pid == std::process::id()).then(|| pool.clone())
+    running_in(std::process::id())
 }
 
 // ---- operations ----------------------------------------------------------------------------
@@ -496,36 +583,40 @@ fn run_async(
     }
     let waiter = Arc::new(Waiter::new(None));
     let mut req = Request::new(kind, key.clone(), input, waiter.clone());
-    // 1. Submit; when every queue is full, make sure a free slot wakes us, then pause.
+    // 1. Submit. Every queue full: register for a free slot and retry once (a slot may have
+    //    freed before we registered); only when the retry fails too, attach our wake-up and
+    //    pause at once. Attaching earlier would put a wait fd in the ASYNC_WAIT_CTX that no
+    //    pause announces whenever the retry succeeds. A slot wake-up that comes before the
+    //    attachment is kept by the waiter and fires at attachment.
     let mut registered = false;
     loop {
-        match pool.submit(req) {
+        req = match pool.submit(req) {
             Ok(()) => break,
-            Err(back) => {
-                if pool.stop.load(Ordering::Acquire) {
-                    stats::note_fallback();
-                    return inline(kind, key, input, out);
-                }
-                stats::note_queue_full();
-                req = back;
-                waiter.set_wake(WaiterWake::Job(job.wake()?));
-                pool.wait_for_slot(&waiter);
-                registered = true;
-                // A slot may have freed before we registered: try once more before pausing.
-                match pool.submit(req) {
-                    Ok(()) => break,
-                    Err(back) => req = back,
-                }
-                job.set_status(crate::ffi::sys::ASYNC_STATUS_EAGAIN);
-                stats::note_pause();
-                job.pause()?;
-                job.drain_wait_fd();
-                job.set_status(crate::ffi::sys::ASYNC_STATUS_OK);
-            }
+            Err(back) => back,
+        };
+        if pool.stopping() {
+            return fall_back(pool, &waiter, registered, kind, key, input, out);
         }
+        stats::note_queue_full();
+        pool.wait_for_slot(&waiter);
+        registered = true;
+        req = match pool.submit(req) {
+            Ok(()) => break,
+            Err(back) => back,
+        };
+        if pool.stopping() {
+            return fall_back(pool, &waiter, registered, kind, key, input, out);
+        }
+        waiter.set_wake(WaiterWake::Job(job.wake()?));
+        job.set_status(crate::ffi::sys::ASYNC_STATUS_EAGAIN);
+        stats::note_pause();
+        job.pause()?;
+        job.drain_wait_fd();
+        job.set_status(crate::ffi::sys::ASYNC_STATUS_OK);
     }
     if registered {
         pool.cancel_slot_wait(&waiter);
+        waiter.clear_missed();
     }
     // 2. Wait for the result. The wake-up is attached only now, so an operation that is
     //    already done never announces a wait fd it will not pause on; once attached, pause at
@@ -548,10 +639,31 @@ fn run_async(
         }
     }
     let (result, output) = waiter.take().ok_or(KaeError::Internal)?;
+    if result.is_err() && pool.stopping() {
+        // Failed because the pool shut down under it (queued requests are cancelled).
+        return fall_back(pool, &waiter, false, kind, key, input, out);
+    }
     stats::record(kind, stats::Path::Offload, result.is_ok());
     result?;
     out.copy_from_slice(&output);
     Ok(())
+}
+
+/// The pool is shutting down: compute on the caller's thread instead.
+fn fall_back(
+    pool: &Pool,
+    waiter: &Arc<Waiter>,
+    registered: bool,
+    kind: OpKind,
+    key: &RsaKey,
+    input: &[u8],
+    out: &mut [u8],
+) -> KaeResult<()> {
+    if registered {
+        pool.cancel_slot_wait(waiter);
+    }
+    stats::note_fallback();
+    inline(kind, key, input, out)
 }
 
 /// Submits and blocks the calling thread until done (for hardware backends in sync mode and
@@ -593,7 +705,12 @@ mod tests {
     use super::*;
     use crate::ffi::bn::BigNum;
     use crate::rsa::KeyType;
+    use core::ffi::c_int;
     use std::time::{Duration, Instant};
+
+    fn lock_start() -> crate::ffi::fork::ForkMutexGuard<'static, ()> {
+        START_LOCK.lock()
+    }
 
     fn key() -> Arc<RsaKey> {
         static K: OnceLock<Arc<RsaKey>> = OnceLock::new();
@@ -631,27 +748,33 @@ mod tests {
         SERIAL.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// CPU seconds used so far by this process's pool threads (named kae-*).
-    fn pool_threads_cpu() -> f64 {
+    /// CPU seconds used so far by this process's pool threads whose name starts with
+    /// `prefix` (kae-cpu, kae-poller). Panics when there is no such thread or its times
+    /// cannot be read: a measurement of nothing must not pass for "idle".
+    fn pool_threads_cpu(prefix: &str) -> f64 {
         let tick = 100.0; // USER_HZ on Linux
         let mut total = 0.0;
+        let mut found = 0;
         for entry in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
             let dir = entry.path();
             let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-            if !comm.starts_with("kae-") {
+            if !comm.starts_with(prefix) {
                 continue;
             }
-            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            let stat = std::fs::read_to_string(dir.join("stat"))
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             // Fields after the parenthesised name: utime and stime are the 12th and 13th.
-            if let Some(rest) = stat.rsplit(')').next() {
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                if f.len() > 12 {
-                    total += (f[11].parse::<f64>().unwrap_or(0.0)
-                        + f[12].parse::<f64>().unwrap_or(0.0))
-                        / tick;
-                }
-            }
+            let rest = stat.rsplit(')').next().unwrap_or("");
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let field = |i: usize| -> f64 {
+                f.get(i)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("unreadable {}/stat: {stat:?}", dir.display()))
+            };
+            total += (field(11) + field(12)) / tick;
+            found += 1;
         }
+        assert!(found > 0, "no {prefix}* thread in this process");
         total
     }
 
@@ -676,7 +799,8 @@ mod tests {
     /// A backend whose completions must be polled (as hardware queues are): exercises the
     /// poller thread.
     struct PolledEcho {
-        pending: Mutex<std::collections::VecDeque<Request>>,
+        /// Requests waiting to be polled, and whether the backend was shut down.
+        pending: Mutex<(std::collections::VecDeque<Request>, bool)>,
         in_flight: std::sync::atomic::AtomicUsize,
     }
 
@@ -685,14 +809,18 @@ mod tests {
             "polled-echo"
         }
         fn submit(&self, req: Request) -> Result<(), Request> {
+            let mut p = self.pending.lock().unwrap();
+            if p.1 {
+                return Err(req);
+            }
             self.in_flight.fetch_add(1, Ordering::AcqRel);
-            self.pending.lock().unwrap().push_back(req);
+            p.0.push_back(req);
             Ok(())
         }
         fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
             let mut p = self.pending.lock().unwrap();
-            let n = p.len().min(max);
-            for mut r in p.drain(..n) {
+            let n = p.0.len().min(max);
+            for mut r in p.0.drain(..n) {
                 echo(&mut r);
                 out.push(r);
             }
@@ -705,7 +833,9 @@ mod tests {
         fn needs_polling(&self) -> bool {
             true
         }
-        fn shutdown(&self) {}
+        fn shutdown(&self) {
+            self.pending.lock().unwrap().1 = true;
+        }
     }
 
     #[test]
@@ -727,9 +857,12 @@ mod tests {
             assert_eq!(out, input(k.size(), tag));
         }
         std::thread::sleep(Duration::from_millis(50));
-        let before = pool_threads_cpu();
+        let before = pool_threads_cpu("kae-poller");
         std::thread::sleep(Duration::from_millis(300));
-        assert!(pool_threads_cpu() - before < 0.03, "an idle poller sleeps");
+        assert!(
+            pool_threads_cpu("kae-poller") - before < 0.03,
+            "an idle poller sleeps"
+        );
         pool.shutdown();
         assert!(
             pool.poller.lock().unwrap().is_none(),
@@ -854,6 +987,454 @@ mod tests {
             .is_err());
     }
 
+    /// Waits until `w` has an outcome, at most `limit`.
+    fn done_within(w: &Waiter, limit: Duration) -> bool {
+        let t0 = Instant::now();
+        while !w.is_done() {
+            if t0.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    /// Input byte 1 marks a request whose computation panics.
+    const PANIC_MARK: u8 = 0xEE;
+
+    fn echo_or_panic(r: &mut Request) {
+        if r.input[1] == PANIC_MARK {
+            panic!("injected panic in a pool computation");
+        }
+        echo(r);
+    }
+
+    #[test]
+    fn a_panicking_computation_fails_its_request_and_the_worker_carries_on() {
+        let _serial = serial();
+        // One worker, so the requests queued behind the panicking one depend on it surviving.
+        let cfg = PoolConfig {
+            queues: 1,
+            depth: 16,
+            ..PoolConfig::default()
+        };
+        let pool = Pool::start_cpu(&cfg, echo_or_panic).unwrap();
+        let k = key();
+        let inputs: Vec<Vec<u8>> = (1..=12u8)
+            .map(|t| {
+                let mut v = input(k.size(), t);
+                if t == 4 || t == 9 {
+                    v[1] = PANIC_MARK;
+                }
+                v
+            })
+            .collect();
+        let waiters: Vec<Arc<Waiter>> = inputs
+            .iter()
+            .map(|m| {
+                let w = Arc::new(Waiter::new(None));
+                let req = Request::new(OpKind::Private, k.clone(), m, w.clone());
+                assert!(pool.submit(req).is_ok(), "queue has room for all 12");
+                w
+            })
+            .collect();
+        for (i, (w, m)) in waiters.iter().zip(&inputs).enumerate() {
+            assert!(
+                done_within(w, Duration::from_secs(10)),
+                "request {i} never completed (a panic killed its worker?)"
+            );
+            let (result, output) = w.take().unwrap();
+            if m[1] == PANIC_MARK {
+                assert_eq!(result, Err(KaeError::Panic), "request {i}");
+                assert!(
+                    output.iter().all(|&b| b == 0),
+                    "a failed request hands back no partial output"
+                );
+            } else {
+                assert_eq!(result, Ok(()), "request {i}");
+                assert_eq!(&output[..], &m[..], "request {i}");
+            }
+        }
+        // The worker is still there for new work.
+        let mut out = vec![0u8; k.size()];
+        run_blocking(&pool, OpKind::Private, &k, &input(k.size(), 77), &mut out).unwrap();
+        assert_eq!(out, input(k.size(), 77));
+        pool.shutdown();
+    }
+
+    /// What became of one submission made while the pool shut down.
+    #[derive(Debug, PartialEq)]
+    enum Fate {
+        Completed,
+        Refused,
+        Stranded,
+    }
+
+    /// Submits one request (retrying while the queues are full but the pool runs) and waits
+    /// for it: a request the pool accepted must complete, with a result or an error.
+    fn submit_once(pool: &Pool, k: &Arc<RsaKey>, tag: u8) -> Fate {
+        let w = Arc::new(Waiter::new(None));
+        let mut req = Request::new(OpKind::Private, k.clone(), &input(k.size(), tag), w.clone());
+        loop {
+            match pool.submit(req) {
+                Ok(()) => break,
+                Err(back) if pool.stop.load(Ordering::Acquire) => {
+                    drop(back);
+                    return Fate::Refused;
+                }
+                Err(back) => {
+                    req = back;
+                    std::thread::yield_now();
+                }
+            }
+        }
+        if done_within(&w, Duration::from_secs(5)) {
+            Fate::Completed
+        } else {
+            Fate::Stranded
+        }
+    }
+
+    /// Resets the submit stall hook even when the test fails.
+    struct StallHook;
+    impl StallHook {
+        fn set(us: u64) -> StallHook {
+            crate::backend::cpu::SUBMIT_STALL_US.store(us, Ordering::Relaxed);
+            StallHook
+        }
+    }
+    impl Drop for StallHook {
+        fn drop(&mut self) {
+            crate::backend::cpu::SUBMIT_STALL_US.store(0, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_submission_held_up_across_shutdown_is_refused_not_stranded() {
+        let _serial = serial();
+        let k = key();
+        let pool = Pool::start_cpu(
+            &PoolConfig {
+                queues: 2,
+                depth: 8,
+                ..PoolConfig::default()
+            },
+            echo,
+        )
+        .unwrap();
+        // Every submission stalls 30 ms on its way to a queue lock; shutdown runs meanwhile.
+        let _hook = StallHook::set(30_000);
+        let fates: Vec<Fate> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4u8)
+                .map(|t| {
+                    let (pool, k) = (&pool, &k);
+                    s.spawn(move || submit_once(pool, k, t + 1))
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(5));
+            pool.shutdown();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(
+            !fates.contains(&Fate::Stranded),
+            "a request accepted after shutdown was never completed: {fates:?}"
+        );
+        assert!(fates.contains(&Fate::Refused), "{fates:?}");
+    }
+
+    #[test]
+    fn teardown_racing_submissions_strands_nothing() {
+        let _serial = serial();
+        let k = key();
+        let mut seen = [0usize; 3];
+        for round in 0..30u64 {
+            let pool = Pool::start_cpu(
+                &PoolConfig {
+                    queues: 2,
+                    depth: 2,
+                    ..PoolConfig::default()
+                },
+                echo,
+            )
+            .unwrap();
+            let fates: Vec<Fate> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..6u8)
+                    .map(|t| {
+                        let (pool, k) = (&pool, &k);
+                        s.spawn(move || {
+                            let mut f = Vec::new();
+                            loop {
+                                let fate = submit_once(pool, k, t + 1);
+                                let last = fate != Fate::Completed;
+                                f.push(fate);
+                                if last {
+                                    return f;
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                std::thread::sleep(Duration::from_micros(200 + round * 100));
+                pool.shutdown();
+                hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            });
+            for f in &fates {
+                seen[match f {
+                    Fate::Completed => 0,
+                    Fate::Refused => 1,
+                    Fate::Stranded => 2,
+                }] += 1;
+            }
+        }
+        assert_eq!(
+            seen[2], 0,
+            "stranded requests (completed, refused, stranded): {seen:?}"
+        );
+        assert!(seen[0] > 0 && seen[1] > 0, "{seen:?}");
+    }
+
+    /// A backend whose submits follow a script: `false` = "every queue is full", `true` =
+    /// accepted and completed at once (the result lands before the submitter could pause).
+    struct Scripted {
+        script: Mutex<std::collections::VecDeque<bool>>,
+        submits: AtomicUsize,
+    }
+
+    impl Backend for Scripted {
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        fn submit(&self, mut req: Request) -> Result<(), Request> {
+            self.submits.fetch_add(1, Ordering::AcqRel);
+            if !self.script.lock().unwrap().pop_front().unwrap_or(true) {
+                return Err(req);
+            }
+            echo(&mut req);
+            let Request {
+                result,
+                output,
+                waiter,
+                ..
+            } = req;
+            waiter.complete(result, output);
+            Ok(())
+        }
+        fn poll(&self, _out: &mut Vec<Request>, _max: usize) -> usize {
+            0
+        }
+        fn in_flight(&self) -> usize {
+            0
+        }
+        fn shutdown(&self) {}
+    }
+
+    fn scripted_pool(script: &[bool]) -> Arc<Pool> {
+        let b = Scripted {
+            script: Mutex::new(script.iter().copied().collect()),
+            submits: AtomicUsize::new(0),
+        };
+        Pool::start_with(Box::new(b), Arc::new(Completer::new())).unwrap()
+    }
+
+    type JobOutcome = Arc<Mutex<Option<(KaeResult<()>, Vec<u8>)>>>;
+
+    /// A job that runs one private operation through `run_async` on `pool`.
+    fn pool_job(
+        pool: &Arc<Pool>,
+        tag: u8,
+    ) -> (crate::ffi::async_job::testing::TestJob, JobOutcome) {
+        let outcome: JobOutcome = Arc::new(Mutex::new(None));
+        let (pool, o) = (pool.clone(), outcome.clone());
+        let k = key();
+        let m = input(k.size(), tag);
+        let job = crate::ffi::async_job::testing::TestJob::new(move |job| {
+            let mut out = vec![0u8; k.size()];
+            let r = run_async(&pool, job, OpKind::Private, &k, &m, &mut out);
+            *o.lock().unwrap() = Some((r, out));
+        });
+        (job, outcome)
+    }
+
+    #[test]
+    fn queue_full_then_accepted_without_a_pause_leaves_no_wait_fd() {
+        use crate::ffi::async_job::testing::Step;
+        let _serial = serial();
+        let k = key();
+        // Full, then the retry succeeds and the result is there at once: nothing to pause for.
+        let pool = scripted_pool(&[false, true]);
+        let (mut job, outcome) = pool_job(&pool, 5);
+        assert_eq!(job.step(), Step::Finished, "no pause was needed");
+        let (r, out) = outcome.lock().unwrap().take().unwrap();
+        assert_eq!(r, Ok(()));
+        assert_eq!(out, input(k.size(), 5));
+        assert_eq!(
+            job.fds(),
+            0,
+            "a wait fd was attached but the job never paused (HAProxy would crash on it)"
+        );
+    }
+
+    #[test]
+    fn queue_full_twice_pauses_with_the_wait_fd_attached_then_completes() {
+        use crate::ffi::async_job::testing::Step;
+        let _serial = serial();
+        let k = key();
+        let pool = scripted_pool(&[false, false, true]);
+        let (mut job, outcome) = pool_job(&pool, 6);
+        assert_eq!(job.step(), Step::Paused, "both tries found the queues full");
+        assert_eq!(job.fds(), 1, "the pause announces the wait fd");
+        assert!(outcome.lock().unwrap().is_none());
+        assert_eq!(
+            job.step(),
+            Step::Finished,
+            "the retry after the resume succeeds"
+        );
+        let (r, out) = outcome.lock().unwrap().take().unwrap();
+        assert_eq!(r, Ok(()));
+        assert_eq!(out, input(k.size(), 6));
+    }
+
+    /// In a forked child: the process-wide pool must be this process's own and compute.
+    fn child_uses_its_own_pool(k: &Arc<RsaKey>, m: &[u8], expect: &[u8]) -> bool {
+        let Some(pool) = current() else {
+            return false;
+        };
+        if pool.pid != std::process::id() {
+            return false;
+        }
+        let mut out = vec![0u8; k.size()];
+        run_blocking(&pool, OpKind::Public, k, m, &mut out).is_ok() && out == expect
+    }
+
+    /// A key of its own for the fork tests (no other test's thread holds its locks).
+    fn fork_case() -> (Arc<RsaKey>, Vec<u8>, Vec<u8>) {
+        let k = Arc::new(
+            crate::rsa::ops::generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap())
+                .unwrap(),
+        );
+        let m = input(k.size(), 3);
+        let mut expect = vec![0u8; k.size()];
+        crate::rsa::ops::public_op(&k, &m, &mut expect).unwrap();
+        (k, m, expect)
+    }
+
+    #[test]
+    fn a_child_forked_while_the_start_lock_is_held_starts_its_own_pool() {
+        let _serial = serial();
+        let (k, m, expect) = fork_case();
+        assert!(current().is_some(), "the parent runs a pool");
+        // Another thread holds the start lock (as while it starts or stops the pool).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let _g = lock_start();
+            tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        });
+        rx.recv().unwrap();
+        let r = crate::ffi::fork::run_in_child(
+            || child_uses_its_own_pool(&k, &m, &expect),
+            Duration::from_secs(10),
+        );
+        holder.join().unwrap();
+        stop_current();
+        assert_eq!(r, Ok(0), "the child could not use a pool of its own");
+    }
+
+    #[test]
+    fn forks_while_another_thread_starts_and_stops_the_pool() {
+        let _serial = serial();
+        let (k, m, expect) = fork_case();
+        let stop = AtomicBool::new(false);
+        let cycles = AtomicUsize::new(0);
+        let results: Vec<Result<c_int, String>> = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Acquire) {
+                    add_user();
+                    let _ = current();
+                    remove_user();
+                    cycles.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            let r = (0..15)
+                .map(|i| {
+                    std::thread::sleep(Duration::from_micros(300 + 137 * i));
+                    crate::ffi::fork::run_in_child(
+                        || child_uses_its_own_pool(&k, &m, &expect),
+                        Duration::from_secs(5),
+                    )
+                })
+                .collect();
+            stop.store(true, Ordering::Release);
+            r
+        });
+        stop_current();
+        let bad: Vec<_> = results.iter().filter(|r| **r != Ok(0)).collect();
+        assert!(
+            bad.is_empty(),
+            "{} of {} children failed ({} start/stop cycles meanwhile): {bad:?}",
+            bad.len(),
+            results.len(),
+            cycles.load(Ordering::Relaxed)
+        );
+        assert!(cycles.load(Ordering::Relaxed) > 15, "the pool was cycled");
+    }
+
+    #[test]
+    fn operations_racing_the_last_teardown_complete_or_compute_inline() {
+        let _serial = serial();
+        let (k, m, expect) = fork_case();
+        let stop = AtomicBool::new(false);
+        let (ops, cycles) = std::thread::scope(|s| {
+            let cycler = s.spawn(|| {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Acquire) {
+                    add_user();
+                    std::thread::yield_now();
+                    remove_user(); // last user: takes the pool out and shuts it down
+                    n += 1;
+                }
+                n
+            });
+            let users: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut n = 0u64;
+                        while !stop.load(Ordering::Acquire) {
+                            // A pool handed out just before teardown stays valid; its
+                            // refusal (or cancellation) must not hang or fail the operation.
+                            let mut out = vec![0u8; k.size()];
+                            match current() {
+                                Some(pool) => {
+                                    match run_blocking(&pool, OpKind::Public, &k, &m, &mut out) {
+                                        Ok(()) => {}
+                                        Err(_) if pool.stopping() => {
+                                            inline(OpKind::Public, &k, &m, &mut out).unwrap()
+                                        }
+                                        Err(e) => panic!("{e:?} from a running pool"),
+                                    }
+                                }
+                                None => panic!("no pool"),
+                            }
+                            assert_eq!(out, expect);
+                            let _ = running().map(|p| p.high_water());
+                            n += 1;
+                        }
+                        n
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_secs(2));
+            stop.store(true, Ordering::Release);
+            let ops: u64 = users.into_iter().map(|h| h.join().unwrap()).sum();
+            (ops, cycler.join().unwrap())
+        });
+        stop_current();
+        assert!(
+            ops > 100 && cycles > 100,
+            "{ops} operations, {cycles} teardowns"
+        );
+    }
+
     #[test]
     fn idle_pool_threads_sleep() {
         let _serial = serial();
@@ -868,9 +1449,9 @@ mod tests {
         run_blocking(&pool, OpKind::Private, &k, &input(k.size(), 3), &mut out).unwrap();
         std::thread::sleep(Duration::from_millis(50));
         // All pool threads parked: their CPU time barely moves while idle.
-        let before = pool_threads_cpu();
+        let before = pool_threads_cpu("kae-cpu-");
         std::thread::sleep(Duration::from_millis(300));
-        let used = pool_threads_cpu() - before;
+        let used = pool_threads_cpu("kae-cpu-") - before;
         assert!(used < 0.03, "idle pool threads used {used:.3}s CPU in 0.3s");
         pool.shutdown();
     }

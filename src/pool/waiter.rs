@@ -34,10 +34,18 @@ impl WaiterWake {
 
 type Outcome = (KaeResult<()>, Zeroizing<Vec<u8>>);
 
+struct WakeState {
+    wake: Option<WaiterWake>,
+    /// A wake-up (free slot) came while no wake-up was attached: fired at attachment, so a
+    /// waiter that registers for a slot before attaching (to attach only when it really
+    /// pauses) loses nothing.
+    missed: bool,
+}
+
 pub struct Waiter {
     done: AtomicBool,
     slot: Mutex<Option<Outcome>>,
-    wake: Mutex<Option<WaiterWake>>,
+    wake: Mutex<WakeState>,
 }
 
 impl Waiter {
@@ -45,37 +53,56 @@ impl Waiter {
         Waiter {
             done: AtomicBool::new(false),
             slot: Mutex::new(None),
-            wake: Mutex::new(wake),
+            wake: Mutex::new(WakeState {
+                wake,
+                missed: false,
+            }),
         }
     }
 
-    /// Attaches the wake-up. When the outcome is already there it fires at once (the caller
-    /// is about to pause and must be resumed).
+    /// Attaches the wake-up. When the outcome is already there, or a wake-up came while none
+    /// was attached, it fires at once (the caller is about to pause and must be resumed).
     pub fn set_wake(&self, w: WaiterWake) {
         let mut g = self.wake.lock().unwrap_or_else(|e| e.into_inner());
         if self.is_done() {
             drop(g);
             w.fire();
-        } else {
-            *g = Some(w);
+            return;
         }
+        if std::mem::take(&mut g.missed) {
+            w.fire();
+        }
+        g.wake = Some(w);
     }
 
     /// Stores the outcome, then wakes the waiter and releases the wake-up.
     pub fn complete(&self, result: KaeResult<()>, output: Zeroizing<Vec<u8>>) {
         *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((result, output));
         self.done.store(true, Ordering::Release);
-        let w = self.wake.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let w = self
+            .wake
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .wake
+            .take();
         if let Some(w) = w {
             w.fire();
         }
     }
 
-    /// Wakes the waiter without an outcome (e.g. a queue slot became free).
+    /// Wakes the waiter without an outcome (e.g. a queue slot became free); kept for later
+    /// when no wake-up is attached yet.
     pub fn wake(&self) {
-        if let Some(w) = self.wake.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            w.fire();
+        let mut g = self.wake.lock().unwrap_or_else(|e| e.into_inner());
+        match g.wake.as_ref() {
+            Some(w) => w.fire(),
+            None => g.missed = true,
         }
+    }
+
+    /// Drops a kept wake-up that is no longer needed (the submit it was for succeeded).
+    pub fn clear_missed(&self) {
+        self.wake.lock().unwrap_or_else(|e| e.into_inner()).missed = false;
     }
 
     pub fn is_done(&self) -> bool {
@@ -107,5 +134,62 @@ impl Waiter {
         while !self.is_done() {
             std::thread::park_timeout(std::time::Duration::from_millis(10));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::async_job::JobWake;
+    use core::ffi::{c_int, c_void};
+    use std::sync::atomic::AtomicUsize;
+
+    unsafe extern "C" fn count(arg: *mut c_void) -> c_int {
+        // SAFETY: arg is the address of the test's static counter.
+        unsafe { &*(arg as *const AtomicUsize) }.fetch_add(1, Ordering::SeqCst);
+        1
+    }
+
+    fn counting_wake(n: &'static AtomicUsize) -> WaiterWake {
+        WaiterWake::Job(JobWake::Callback {
+            cb: count,
+            arg: n as *const AtomicUsize as usize,
+        })
+    }
+
+    #[test]
+    fn a_wake_up_before_the_wake_is_attached_fires_at_attachment() {
+        static FIRED: AtomicUsize = AtomicUsize::new(0);
+        let w = Waiter::new(None);
+        w.wake(); // a slot freed before the waiter attached its wake-up
+        assert_eq!(FIRED.load(Ordering::SeqCst), 0);
+        w.set_wake(counting_wake(&FIRED));
+        assert_eq!(
+            FIRED.load(Ordering::SeqCst),
+            1,
+            "the early wake-up was lost"
+        );
+        w.wake();
+        assert_eq!(
+            FIRED.load(Ordering::SeqCst),
+            2,
+            "attached: wakes fire directly"
+        );
+    }
+
+    #[test]
+    fn a_cleared_early_wake_up_does_not_fire() {
+        static FIRED: AtomicUsize = AtomicUsize::new(0);
+        let w = Waiter::new(None);
+        w.wake();
+        w.clear_missed();
+        w.set_wake(counting_wake(&FIRED));
+        assert_eq!(FIRED.load(Ordering::SeqCst), 0);
+        w.complete(Ok(()), Zeroizing::new(vec![1]));
+        assert_eq!(
+            FIRED.load(Ordering::SeqCst),
+            1,
+            "completion fires the wake-up"
+        );
     }
 }

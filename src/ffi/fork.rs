@@ -1,0 +1,183 @@
+//! fork() safety for process-wide locks: a mutex a forked child can always take.
+//!
+//! A child of `fork()` has only the forking thread; a lock another parent thread held at that
+//! moment stays locked in the child forever. `ForkMutex` is a plain pthread mutex whose owner
+//! registers `pthread_atfork` handlers that take it before the fork (`lock_for_fork`), release
+//! it in the parent and start it afresh in the child, so the child's copy is never held by a
+//! thread it does not have.
+
+use core::cell::UnsafeCell;
+use core::marker::PhantomData;
+use core::ops::{Deref, DerefMut};
+
+/// A mutex for statics, made fork-safe by its owner's `pthread_atfork` handlers. Critical
+/// sections must be short and must not wait for anything a forking thread could hold (the
+/// fork waits for them). No poisoning: a panic inside releases the lock.
+pub struct ForkMutex<T> {
+    raw: UnsafeCell<libc::pthread_mutex_t>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: access to `data` is serialised by the pthread mutex, as for std's Mutex.
+unsafe impl<T: Send> Sync for ForkMutex<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for ForkMutex<T> {}
+
+pub struct ForkMutexGuard<'a, T> {
+    m: &'a ForkMutex<T>,
+    /// pthread mutexes are unlocked by the thread that locked them.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<T> ForkMutex<T> {
+    /// For statics (a pthread mutex must not move once used).
+    pub const fn new(v: T) -> ForkMutex<T> {
+        ForkMutex {
+            raw: UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER),
+            data: UnsafeCell::new(v),
+        }
+    }
+
+    pub fn lock(&self) -> ForkMutexGuard<'_, T> {
+        self.raw_lock();
+        ForkMutexGuard {
+            m: self,
+            _not_send: PhantomData,
+        }
+    }
+
+    fn raw_lock(&self) {
+        // SAFETY: an initialised mutex that does not move while borrowed.
+        let r = unsafe { libc::pthread_mutex_lock(self.raw.get()) };
+        // Only EINVAL/EDEADLK are possible (not for a default mutex used correctly).
+        assert_eq!(r, 0, "pthread_mutex_lock failed");
+    }
+
+    /// For a `pthread_atfork` prepare handler: takes the lock and keeps it across the fork;
+    /// `unlock_in_parent` / `reset_in_child` give it back.
+    pub fn lock_for_fork(&self) {
+        self.raw_lock();
+    }
+
+    /// For the parent handler.
+    ///
+    /// # Safety
+    /// The calling thread took the lock with `lock_for_fork` and holds no guard of it.
+    pub unsafe fn unlock_in_parent(&self) {
+        // SAFETY: caller contract: this thread holds the lock.
+        unsafe { libc::pthread_mutex_unlock(self.raw.get()) };
+    }
+
+    /// For the child handler: the child's only thread owns the lock (taken by
+    /// `lock_for_fork` before the fork); it starts afresh, unlocked.
+    ///
+    /// # Safety
+    /// Only in the child right after fork, after `lock_for_fork` ran in the prepare handler,
+    /// with no guard of it alive.
+    pub unsafe fn reset_in_child(&self) {
+        // SAFETY: the child is single-threaded here and nothing else refers to the mutex.
+        unsafe { self.raw.get().write(libc::PTHREAD_MUTEX_INITIALIZER) };
+    }
+}
+
+impl<T> Deref for ForkMutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the lock is held for the guard's life.
+        unsafe { &*self.m.data.get() }
+    }
+}
+
+impl<T> DerefMut for ForkMutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the lock is held for the guard's life, and the guard is borrowed mutably.
+        unsafe { &mut *self.m.data.get() }
+    }
+}
+
+impl<T> Drop for ForkMutexGuard<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: this guard's thread took the lock in `lock`.
+        unsafe { libc::pthread_mutex_unlock(self.m.raw.get()) };
+    }
+}
+
+/// Registers fork handlers (plain functions: they run in the forking thread, and in the
+/// child before anything else). Returns false when registration failed.
+pub fn register_atfork(
+    prepare: extern "C" fn(),
+    parent: extern "C" fn(),
+    child: extern "C" fn(),
+) -> bool {
+    // SAFETY: registering plain extern "C" fns; the module is linked -z nodelete, so they
+    // stay mapped after the provider is unloaded.
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
+}
+
+/// Test helper: forks; the child runs `child` and leaves with `_exit(0)` when it returns
+/// true, `_exit(1)` otherwise (2 on panic); the parent waits at most `limit` (then kills it).
+/// Returns the child's exit code, or an error for a hang or a signal.
+#[cfg(test)]
+pub(crate) fn run_in_child(
+    child: impl FnOnce() -> bool,
+    limit: std::time::Duration,
+) -> Result<core::ffi::c_int, String> {
+    // SAFETY: the child only runs `child` (the caller keeps it to what is safe after fork in
+    // a multi-threaded process) and leaves with _exit, never returning into the harness.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let code = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)) {
+            Ok(true) => 0,
+            Ok(false) => 1,
+            Err(_) => 2,
+        };
+        // SAFETY: leaving the child without running the parent's atexit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut st: core::ffi::c_int = 0;
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+        if r == pid {
+            return if libc::WIFEXITED(st) {
+                Ok(libc::WEXITSTATUS(st))
+            } else {
+                Err(format!("child {pid} ended with status {st:#x}"))
+            };
+        }
+        if r < 0 {
+            return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
+        }
+        if t0.elapsed() > limit {
+            // SAFETY: killing and reaping our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut st, 0);
+            }
+            return Err(format!("child {pid} hung (killed after {limit:?})"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_gives_exclusive_access_and_releases() {
+        static M: ForkMutex<u64> = ForkMutex::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..10_000 {
+                        *M.lock() += 1;
+                    }
+                });
+            }
+        });
+        assert_eq!(*M.lock(), 40_000);
+    }
+}

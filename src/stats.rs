@@ -210,7 +210,7 @@ pub fn log_summary_once() {
 
 /// Directory of the pages (`$KAE_STATS_DIR`, default /dev/shm/kae).
 pub fn stats_dir() -> std::path::PathBuf {
-    std::env::var_os("KAE_STATS_DIR")
+    crate::env::var("KAE_STATS_DIR")
         .map(Into::into)
         .unwrap_or_else(|| "/dev/shm/kae".into())
 }
@@ -380,7 +380,7 @@ extern "C" fn after_fork_child() {
 /// automatically). Also registers the exit-time summary and cleanup. Cheap; starts no thread.
 pub fn publish(backend: &str) {
     PUBLISHED_ONCE.call_once(|| {
-        if std::env::var("KAE_STATS")
+        if crate::env::var("KAE_STATS")
             .map(|v| v == "no" || v == "0")
             .unwrap_or(false)
         {

@@ -1,5 +1,6 @@
 //! kae's logger for the `log` crate: level and destination from the provider config
-//! (`log-level`, `log-target`) or the environment (`KAE_LOG`, `KAE_LOG_TARGET`, which win).
+//! (`log-level`, `log-target`) or the environment (`KAE_LOG`, `KAE_LOG_TARGET`, which win;
+//! ignored in setuid/setgid programs, see `crate::env`).
 //!
 //! Targets: `stderr` (default), `syslog` (facility daemon, ident `kae`), `file:/path` (appended).
 //! Off by default: a provider must not write into its host's output unless asked to.
@@ -83,8 +84,7 @@ pub fn parse_level(s: &str) -> Option<LevelFilter> {
 /// problems can be logged. `configure` applies the provider config afterwards.
 pub fn init() {
     INSTALLED.call_once(|| {
-        let level = std::env::var("KAE_LOG")
-            .ok()
+        let level = crate::env::var("KAE_LOG")
             .and_then(|v| parse_level(&v))
             .unwrap_or(LevelFilter::Off);
         // Another logger may already be installed by a Rust host application: keep theirs.
@@ -98,12 +98,12 @@ pub fn init() {
 /// Returns an error text for an unusable target.
 pub fn configure(level: Option<&str>, target: Option<&str>) -> Result<(), String> {
     init();
-    let env_level = std::env::var("KAE_LOG").ok();
+    let env_level = crate::env::var("KAE_LOG");
     if let Some(l) = env_level.as_deref().or(level) {
         let lf = parse_level(l).ok_or_else(|| format!("log-level={l}"))?;
         log::set_max_level(lf);
     }
-    let env_target = std::env::var("KAE_LOG_TARGET").ok();
+    let env_target = crate::env::var("KAE_LOG_TARGET");
     if let Some(t) = env_target.as_deref().or(target) {
         let t = t.trim();
         let chosen = if t.eq_ignore_ascii_case("stderr") {

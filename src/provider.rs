@@ -104,7 +104,8 @@ impl Config {
             }
         }
         for (key, env) in CONFIG_KEYS {
-            if let Ok(v) = std::env::var(env) {
+            // Not in setuid/setgid programs: see crate::env.
+            if let Some(v) = crate::env::var(env) {
                 values.push((key.to_str().unwrap_or_default(), v));
             }
         }

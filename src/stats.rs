@@ -1,15 +1,25 @@
 //! Per-process counters, published to operators.
 //!
 //! The counters are relaxed atomics. Once published they live in a small shared-memory page,
-//! a file `kae-stats.<pid>` under `/dev/shm/kae` (or `$KAE_STATS_DIR`), so the bump on the hot path
-//! stays one uncontended atomic add and `kae-stat` reads every process's counters from outside.
-//! The file is removed at process exit; a forked child publishes its own page (its counters
-//! start at zero). Files of processes that died without cleaning up are recognised by
-//! `kae-stat` (dead pid, or a live pid whose start time differs) and removed there.
+//! a file `<root>/<euid>/kae-stats.<pid>` (root `/dev/shm/kae` or `$KAE_STATS_DIR`; one
+//! directory per effective uid, mode 0700: see [`files`] for what is checked), so the bump on
+//! the hot path stays one uncontended atomic add and `kae-stat` reads every process's counters
+//! from outside (root sees every user's; a user sees its own). The file is removed at process
+//! exit; a forked child publishes its own page (its counters start at zero), and a process
+//! whose effective uid changes after publication (nginx workers switch to their `user` after
+//! the fork) moves its page to the new uid's directory at its next operation. Files of
+//! processes that died without cleaning up are recognised by `kae-stat` (dead pid, or a live
+//! pid whose start time differs) and removed there.
 
 use crate::backend::OpKind;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use std::sync::Once;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::{Once, OnceLock};
+
+pub mod files;
+
+pub use files::FILE_PREFIX;
 
 /// Counter slots, in the order they are stored in the page and listed by `kae-stat`.
 pub mod idx {
@@ -75,8 +85,10 @@ pub struct Page {
 }
 
 pub const MAGIC: [u8; 8] = *b"KAESTAT\0";
+/// Magic of a page its process no longer uses (it moved to another uid's directory, or could
+/// not remove it at exit): skipped by readers, removed by `kae-stat`.
+pub const MOVED: [u8; 8] = *b"KAEMOVD\0";
 pub const VERSION: u32 = 1;
-pub const FILE_PREFIX: &str = "kae-stats.";
 
 /// Counters used before publication (or when publication is off or failed).
 static LOCAL: Counters = Counters::new();
@@ -110,6 +122,9 @@ pub enum Path {
 }
 
 pub fn record(kind: OpKind, path: Path, ok: bool) {
+    if EUID_CHECK.load(Ordering::Relaxed) {
+        euid_check();
+    }
     bump(match (ok, kind, path) {
         (false, OpKind::Private, _) => idx::PRIVATE_ERRORS,
         (false, OpKind::Public, _) => idx::PUBLIC_ERRORS,
@@ -208,57 +223,12 @@ pub fn log_summary_once() {
 
 // ---- publication ---------------------------------------------------------------------------
 
-/// Directory of the pages (`$KAE_STATS_DIR`, default /dev/shm/kae).
+/// Root directory of the pages (`$KAE_STATS_DIR`, default /dev/shm/kae). Each effective uid
+/// publishes in a directory of its own, `<root>/<uid>` (mode 0700): see [`files`].
 pub fn stats_dir() -> std::path::PathBuf {
-    std::env::var_os("KAE_STATS_DIR")
+    crate::env::var("KAE_STATS_DIR")
         .map(Into::into)
         .unwrap_or_else(|| "/dev/shm/kae".into())
-}
-
-/// Creates the default directory writable by everyone and *without* the sticky bit: servers
-/// such as nginx fork their workers as root (the page is created then) and drop privileges
-/// afterwards; in a sticky directory like /dev/shm itself the worker could not remove its own
-/// page at exit.
-fn ensure_dir(dir: &std::path::Path) {
-    if dir.exists() {
-        return;
-    }
-    if std::fs::create_dir_all(dir).is_ok() {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777));
-    }
-}
-
-/// Path of the page for `pid` in `dir`, as a NUL-terminated byte string built without
-/// allocation (usable in the fork child handler).
-fn page_path(dir: &[u8], pid: u32, out: &mut [u8; 512]) -> Option<usize> {
-    let mut digits = [0u8; 10];
-    let mut n = pid;
-    let mut nd = 0;
-    loop {
-        digits[nd] = b'0' + (n % 10) as u8;
-        nd += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let prefix = FILE_PREFIX.as_bytes();
-    let total = dir.len() + 1 + prefix.len() + nd + 1;
-    if total > out.len() {
-        return None;
-    }
-    let mut i = 0;
-    for &b in dir.iter().chain(b"/".iter()).chain(prefix.iter()) {
-        out[i] = b;
-        i += 1;
-    }
-    for k in (0..nd).rev() {
-        out[i] = digits[k];
-        i += 1;
-    }
-    out[i] = 0;
-    Some(i)
 }
 
 /// Start time of this process in clock ticks since boot.
@@ -271,97 +241,138 @@ fn own_start_ticks() -> u64 {
         .unwrap_or(0)
 }
 
-/// Directory bytes and backend label captured at publication, reused by the fork handler
-/// (which must not allocate).
-struct PublishInfo {
-    dir: [u8; 400],
-    dir_len: usize,
-    backend: [u8; 16],
+/// Root path and backend label captured at publication, reused by the fork handler (which
+/// must not allocate).
+static ROOT: OnceLock<CString> = OnceLock::new();
+static BACKEND: OnceLock<[u8; 16]> = OnceLock::new();
+static PUBLISHED_ONCE: Once = Once::new();
+/// The effective uid whose directory holds (or was to hold) this process's page.
+static PAGE_UID: AtomicU32 = AtomicU32::new(u32::MAX);
+/// Set at publication and in a fork child: the next operation recorded checks whether the
+/// effective uid changed since (a server that drops root after loading kae, or an nginx
+/// worker that switches to its `user` right after the fork) and if so moves the page to the
+/// new uid's directory, where the process can still remove it at exit.
+static EUID_CHECK: AtomicBool = AtomicBool::new(false);
+
+/// Where publication failed.
+#[derive(Clone, Copy, Debug)]
+enum Where {
+    Root,
+    UserDir,
+    Page,
 }
 
-static mut INFO: PublishInfo = PublishInfo {
-    dir: [0; 400],
-    dir_len: 0,
-    backend: [0; 16],
-};
-static PUBLISHED_ONCE: Once = Once::new();
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
 
-/// Creates and maps this process's page. Only libc calls: also runs in the fork child handler.
-///
-/// # Safety
-/// `INFO` must have been filled (it is, before the first call, under `PUBLISHED_ONCE`).
-unsafe fn map_page(start_ticks: u64) -> *mut Page {
-    // SAFETY (whole body): plain syscalls on our own file; INFO is only written before the
-    // first call and read afterwards.
-    unsafe {
-        let info = &*core::ptr::addr_of!(INFO);
-        let pid = libc::getpid() as u32;
-        let mut path = [0u8; 512];
-        if page_path(&info.dir[..info.dir_len], pid, &mut path).is_none() {
-            return core::ptr::null_mut();
-        }
-        let fd = libc::open(
-            path.as_ptr().cast(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-            0o644,
-        );
-        if fd < 0 {
-            return core::ptr::null_mut();
-        }
-        let size = core::mem::size_of::<Page>();
-        if libc::ftruncate(fd, size as libc::off_t) != 0 {
-            libc::close(fd);
-            libc::unlink(path.as_ptr().cast());
-            return core::ptr::null_mut();
-        }
-        let p = libc::mmap(
+fn pid() -> u32 {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() as u32 }
+}
+
+/// Text for a failed publication by `uid`.
+fn describe_failure(uid: u32, (at, problem): (Where, files::Problem)) -> String {
+    let root = ROOT
+        .get()
+        .map(|r| r.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match at {
+        Where::Root => format!("{root}: {problem}"),
+        Where::UserDir => format!("{root}/{uid}: {problem}"),
+        Where::Page => format!("{root}/{uid}/{}{}: {problem}", files::FILE_PREFIX, pid()),
+    }
+}
+
+/// Creates and maps this process's page in `<root>/<uid>`. System calls only, no
+/// allocation: also runs in the fork child handler.
+fn map_page(start_ticks: u64, uid: u32) -> Result<*mut Page, (Where, files::Problem)> {
+    let no_root = files::Problem::Sys {
+        call: "publish",
+        errno: libc::ENOENT,
+    };
+    let root = ROOT.get().ok_or((Where::Root, no_root))?;
+    let root = files::open_root(root, uid).map_err(|p| (Where::Root, p))?;
+    let dir = files::open_user_dir(root.as_fd(), uid, true).map_err(|p| (Where::UserDir, p))?;
+    let pid = pid();
+    let size = core::mem::size_of::<Page>();
+    let fd = files::create_page(dir.as_fd(), pid, size).map_err(|p| (Where::Page, p))?;
+    // SAFETY: maps the file we just created and sized; the mapping outlives the fd.
+    let p = unsafe {
+        libc::mmap(
             core::ptr::null_mut(),
             size,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            fd,
+            fd.as_raw_fd(),
             0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        let e = files::Problem::Sys {
+            call: "mmap",
+            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        };
+        files::unlink(
+            dir.as_fd(),
+            files::Name::new(files::FILE_PREFIX, pid).as_cstr(),
         );
-        libc::close(fd);
-        if p == libc::MAP_FAILED {
-            libc::unlink(path.as_ptr().cast());
-            return core::ptr::null_mut();
-        }
-        let page = p as *mut Page;
-        // The file is zero-filled by ftruncate; fill the header last-to-first so a reader
-        // never sees the magic before the rest.
+        return Err((Where::Page, e));
+    }
+    let page = p as *mut Page;
+    // SAFETY: the mapping is ours, page-sized and zero-filled by ftruncate. The header is
+    // filled before the magic so a reader never sees the magic before the rest.
+    unsafe {
         (*page).pid = pid;
         (*page).version = VERSION;
         (*page).start_ticks = start_ticks;
-        (*page).backend = info.backend;
+        (*page).backend = BACKEND.get().copied().unwrap_or_default();
         core::sync::atomic::fence(Ordering::Release);
         (*page).magic = MAGIC;
-        page
     }
+    Ok(page)
 }
 
-fn unlink_own_page() {
-    // SAFETY: INFO was filled before any page existed; plain unlink of our own file.
-    unsafe {
-        let info = &*core::ptr::addr_of!(INFO);
-        let mut path = [0u8; 512];
-        if page_path(&info.dir[..info.dir_len], libc::getpid() as u32, &mut path).is_some() {
-            libc::unlink(path.as_ptr().cast());
-        }
-    }
+/// Removes this process's page from `<root>/<uid>`; false when that is not possible (the
+/// effective uid changed and may no longer write there).
+fn remove_page(uid: u32) -> bool {
+    let Some(root) = ROOT.get() else {
+        return false;
+    };
+    let Ok(root) = files::open_root_for_reading(root) else {
+        return false;
+    };
+    let Ok(dir) = files::open_user_dir(root.as_fd(), uid, false) else {
+        return false;
+    };
+    files::unlink(
+        dir.as_fd(),
+        files::Name::new(files::FILE_PREFIX, pid()).as_cstr(),
+    )
+}
+
+/// Marks a page that is no longer this process's current one (readers skip it and
+/// `kae-stat` removes it).
+fn mark_moved(page: *mut Page) {
+    // SAFETY: published pages stay mapped for the life of the process.
+    unsafe { core::ptr::addr_of_mut!((*page).magic).write_volatile(MOVED) };
 }
 
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         log_summary_once();
-        if !PAGE.load(Ordering::Acquire).is_null() {
-            unlink_own_page();
+        let page = PAGE.load(Ordering::Acquire);
+        if !page.is_null() && !remove_page(PAGE_UID.load(Ordering::Acquire)) {
+            mark_moved(page);
         }
     });
 }
 
-/// Fork child: the inherited page belongs to the parent. Publish our own, starting at zero.
-/// (Runs in the child right after fork: libc calls only, no allocation.)
+/// Fork child: the inherited page belongs to the parent. Publish our own, starting at zero,
+/// in the directory of our effective uid (still the parent's: a server that switches user in
+/// its workers does so after the fork, and the page follows at the first operation, see
+/// [`EUID_CHECK`]). Runs in the child right after fork: system calls only, no allocation.
 extern "C" fn after_fork_child() {
     if PAGE.load(Ordering::Relaxed).is_null() {
         return;
@@ -369,18 +380,64 @@ extern "C" fn after_fork_child() {
     for v in LOCAL.values.iter() {
         v.store(0, Ordering::Relaxed);
     }
+    let uid = euid();
     // The start time is re-read lazily by kae-stat's check; 0 means "unknown, trust the pid".
-    // SAFETY: see map_page.
-    let page = unsafe { map_page(0) };
+    let page = map_page(0, uid).unwrap_or(core::ptr::null_mut());
     PAGE.store(page, Ordering::Release);
+    PAGE_UID.store(uid, Ordering::Release);
+    EUID_CHECK.store(true, Ordering::Release);
     SUMMARY_LOGGED.store(false, Ordering::Relaxed);
+}
+
+/// The slow path of [`EUID_CHECK`]: move the page when the effective uid changed.
+#[cold]
+#[inline(never)]
+fn euid_check() {
+    if !EUID_CHECK.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let uid = euid();
+    let old_uid = PAGE_UID.load(Ordering::Acquire);
+    if uid == old_uid || ROOT.get().is_none() {
+        return;
+    }
+    let old = PAGE.load(Ordering::Acquire);
+    match map_page(own_start_ticks(), uid) {
+        Ok(new) => {
+            // SAFETY: both pages are mapped for the life of the process.
+            let (from, to) = unsafe {
+                let from = if old.is_null() {
+                    &LOCAL
+                } else {
+                    &(*old).counters
+                };
+                (from, &(*new).counters)
+            };
+            for (d, s) in to.values.iter().zip(from.values.iter()) {
+                d.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            PAGE.store(new, Ordering::Release);
+            PAGE_UID.store(uid, Ordering::Release);
+            if !old.is_null() && !remove_page(old_uid) {
+                mark_moved(old);
+            }
+            log::info!(
+                "kae: effective uid changed from {old_uid} to {uid}: counters now published under {}/{uid}",
+                stats_dir().display()
+            );
+        }
+        Err(f) => log::warn!(
+            "kae: effective uid changed from {old_uid} to {uid}, but the counter page cannot move ({}); it stays where it is and is left behind at exit",
+            describe_failure(uid, f)
+        ),
+    }
 }
 
 /// Publishes this process's counters (once per process; children of fork republish
 /// automatically). Also registers the exit-time summary and cleanup. Cheap; starts no thread.
 pub fn publish(backend: &str) {
     PUBLISHED_ONCE.call_once(|| {
-        if std::env::var("KAE_STATS")
+        if crate::env::var("KAE_STATS")
             .map(|v| v == "no" || v == "0")
             .unwrap_or(false)
         {
@@ -389,33 +446,36 @@ pub fn publish(backend: &str) {
             return;
         }
         let dir = stats_dir();
-        ensure_dir(&dir);
-        let dir_bytes = dir.as_os_str().as_encoded_bytes();
-        // SAFETY: single-threaded under `call_once`; no page exists yet, so no reader of INFO.
-        unsafe {
-            let info = &mut *core::ptr::addr_of_mut!(INFO);
-            let n = dir_bytes.len().min(info.dir.len());
-            info.dir[..n].copy_from_slice(&dir_bytes[..n]);
-            info.dir_len = n;
-            let b = backend.as_bytes();
-            let m = b.len().min(info.backend.len() - 1);
-            info.backend[..m].copy_from_slice(&b[..m]);
-        }
-        // SAFETY: INFO filled above.
-        let page = unsafe { map_page(own_start_ticks()) };
-        if page.is_null() {
-            log::warn!(
-                "kae: could not publish counters under {} (kae-stat will not see this process)",
-                dir.display()
-            );
-        } else {
-            // Carry over what was counted before publication.
-            // SAFETY: page is mapped and ours.
-            let pc = unsafe { &(*page).counters };
-            for (d, s) in pc.values.iter().zip(LOCAL.values.iter()) {
-                d.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
+        match CString::new(dir.as_os_str().as_encoded_bytes()) {
+            Ok(root) => {
+                let _ = ROOT.set(root);
             }
-            PAGE.store(page, Ordering::Release);
+            Err(_) => log::warn!("kae: KAE_STATS_DIR contains a NUL byte: counters not published"),
+        }
+        let mut label = [0u8; 16];
+        let b = backend.as_bytes();
+        let m = b.len().min(label.len() - 1);
+        label[..m].copy_from_slice(&b[..m]);
+        let _ = BACKEND.set(label);
+        let uid = euid();
+        PAGE_UID.store(uid, Ordering::Release);
+        if ROOT.get().is_some() {
+            match map_page(own_start_ticks(), uid) {
+                Ok(page) => {
+                    // Carry over what was counted before publication.
+                    // SAFETY: page is mapped and ours.
+                    let pc = unsafe { &(*page).counters };
+                    for (d, s) in pc.values.iter().zip(LOCAL.values.iter()) {
+                        d.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
+                    }
+                    PAGE.store(page, Ordering::Release);
+                }
+                Err(f) => log::warn!(
+                    "kae: counters not published ({}); kae-stat will not see this process",
+                    describe_failure(uid, f)
+                ),
+            }
+            EUID_CHECK.store(true, Ordering::Release);
         }
         // SAFETY: registering plain extern "C" fns; the library is linked with -z nodelete,
         // so they stay valid after the provider is unloaded.
@@ -455,6 +515,8 @@ pub fn parse_page(bytes: &[u8]) -> Option<(u32, u64, String, Snapshot)> {
 /// A live process's published counters.
 pub struct ProcPage {
     pub pid: u32,
+    /// The effective uid whose directory holds the page.
+    pub uid: u32,
     pub comm: String,
     pub backend: String,
     pub counters: Snapshot,
@@ -471,52 +533,106 @@ fn start_ticks_of(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// The pages of live processes under `stats_dir()`, by pid. Pages of dead processes (or of
-/// a pid now used by another process) are skipped, and removed when `remove_stale` is set.
-pub fn live_pages(remove_stale: bool) -> Vec<ProcPage> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(stats_dir()) else {
+/// What a look at the pages found.
+#[derive(Default)]
+pub struct Scan {
+    /// Pages of live processes, by pid.
+    pub pages: Vec<ProcPage>,
+    /// User directories this process may not read (uids): their processes are not shown.
+    pub unreadable: Vec<u32>,
+    /// Directories refused, with the reason (for `kae-stat` to print).
+    pub problems: Vec<String>,
+}
+
+/// The pages of live processes under `root`: every user directory this process may read
+/// (all of them for root). Only regular files of the exact page size are read, never through
+/// a symlink and never blocking (see [`files`]). Pages of dead processes (or of a pid now
+/// used by another process) and pages a process moved away from are skipped, and removed
+/// when `remove_stale` is set.
+pub fn scan(root: &std::path::Path, remove_stale: bool) -> Scan {
+    let mut out = Scan::default();
+    let Ok(root_c) = CString::new(root.as_os_str().as_encoded_bytes()) else {
         return out;
     };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid_str) = name.to_str().and_then(|n| n.strip_prefix(FILE_PREFIX)) else {
-            continue;
-        };
-        let Ok(pid) = pid_str.parse::<u32>() else {
-            continue;
-        };
-        let Ok(bytes) = std::fs::read(e.path()) else {
-            continue;
-        };
-        let Some((page_pid, page_start, backend, counters)) = parse_page(&bytes) else {
-            continue;
-        };
-        let alive = match start_ticks_of(pid) {
-            None => false,
-            // 0 = published right after fork, start time not recorded: trust the pid.
-            Some(t) => page_pid == pid && (page_start == 0 || page_start == t),
-        };
-        if !alive {
-            if remove_stale {
-                // Left behind by a process killed before it could clean up.
-                let _ = std::fs::remove_file(e.path());
-            }
-            continue;
+    let root_fd = match files::open_root_for_reading(&root_c) {
+        Ok(fd) => fd,
+        Err(p) if p.errno() == Some(libc::ENOENT) => return out,
+        Err(p) => {
+            out.problems.push(format!("{}: {p}", root.display()));
+            return out;
         }
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        out.push(ProcPage {
-            pid,
-            comm,
-            backend,
-            counters,
-        });
+    };
+    let size = core::mem::size_of::<Page>();
+    for dir_name in files::list(root_fd.as_fd()) {
+        let Some(uid) = files::parse_decimal(dir_name.to_bytes()) else {
+            continue;
+        };
+        let dir = match files::open_user_dir(root_fd.as_fd(), uid, false) {
+            Ok(d) => d,
+            Err(p) if p.errno() == Some(libc::EACCES) => {
+                out.unreadable.push(uid);
+                continue;
+            }
+            Err(p) => {
+                out.problems.push(format!("{}/{uid}: {p}", root.display()));
+                continue;
+            }
+        };
+        for name in files::list(dir.as_fd()) {
+            let Some(pid) = name
+                .to_bytes()
+                .strip_prefix(files::FILE_PREFIX.as_bytes())
+                .and_then(files::parse_decimal)
+            else {
+                continue;
+            };
+            let Some(bytes) = files::read_page(dir.as_fd(), &name, size) else {
+                continue;
+            };
+            if bytes[..8] == MOVED {
+                if remove_stale {
+                    files::unlink(dir.as_fd(), &name);
+                }
+                continue;
+            }
+            let Some((page_pid, page_start, backend, counters)) = parse_page(&bytes) else {
+                continue;
+            };
+            let alive = match start_ticks_of(pid) {
+                None => false,
+                // 0 = published right after fork, start time not recorded: trust the pid.
+                Some(t) => page_pid == pid && (page_start == 0 || page_start == t),
+            };
+            if !alive {
+                if remove_stale {
+                    // Left behind by a process killed before it could clean up.
+                    files::unlink(dir.as_fd(), &name);
+                }
+                continue;
+            }
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
+            out.pages.push(ProcPage {
+                pid,
+                uid,
+                comm,
+                backend,
+                counters,
+            });
+        }
     }
-    out.sort_by_key(|p| p.pid);
+    out.pages.sort_by_key(|p| p.pid);
+    // A process seen in two directories (while it moves its page): show it once.
+    out.pages.dedup_by_key(|p| p.pid);
+    out.unreadable.sort_unstable();
     out
+}
+
+/// The pages of live processes under [`stats_dir`] that this process may read (see [`scan`]).
+pub fn live_pages(remove_stale: bool) -> Vec<ProcPage> {
+    scan(&stats_dir(), remove_stale).pages
 }
 
 /// Sum over processes (the queue high-water mark is the largest, not a sum).
@@ -552,13 +668,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn page_path_formats_without_allocation() {
-        let mut out = [0u8; 512];
-        let n = page_path(b"/dev/shm", 12345, &mut out).unwrap();
-        assert_eq!(&out[..n], b"/dev/shm/kae-stats.12345");
-        assert_eq!(out[n], 0);
-        let n = page_path(b"/x", 0, &mut out).unwrap();
-        assert_eq!(&out[..n], b"/x/kae-stats.0");
+    fn names_are_formatted_without_allocation() {
+        let n = files::Name::new(FILE_PREFIX, 12345);
+        assert_eq!(n.as_cstr().to_bytes(), b"kae-stats.12345");
+        assert_eq!(files::Name::new("", 0).as_bytes(), b"0");
+        assert_eq!(files::Name::new("", u32::MAX).as_bytes(), b"4294967295");
+        assert_eq!(files::parse_decimal(b"65534"), Some(65534));
+        assert_eq!(files::parse_decimal(b"0"), Some(0));
+        for bad in [&b""[..], b"01", b"+1", b"-1", b"4294967296", b"1a", b" 1"] {
+            assert_eq!(files::parse_decimal(bad), None, "{:?}", bad);
+        }
     }
 
     #[test]
@@ -588,5 +707,100 @@ mod tests {
         let mut bad = bytes.to_vec();
         bad[0] = b'X';
         assert!(parse_page(&bad).is_none(), "wrong magic is rejected");
+    }
+
+    /// The bytes of a page for `pid` with `magic`.
+    fn page_bytes(magic: [u8; 8], pid: u32, start_ticks: u64, private_inline: u64) -> Vec<u8> {
+        let page = Page {
+            magic,
+            version: VERSION,
+            pid,
+            start_ticks,
+            backend: *b"cpu\0\0\0\0\0\0\0\0\0\0\0\0\0",
+            device: [0; 32],
+            counters: Counters::new(),
+        };
+        page.counters.values[idx::PRIVATE_INLINE].store(private_inline, Ordering::Relaxed);
+        // SAFETY: reading the bytes of a repr(C) value we own.
+        unsafe {
+            core::slice::from_raw_parts(
+                (&page as *const Page).cast::<u8>(),
+                core::mem::size_of::<Page>(),
+            )
+        }
+        .to_vec()
+    }
+
+    #[test]
+    fn scan_shows_live_pages_only_and_never_blocks() {
+        use std::os::unix::fs::symlink;
+        let root = std::env::temp_dir().join(format!("kae-scan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let root_c = CString::new(root.as_os_str().as_encoded_bytes()).unwrap();
+        let me = euid();
+        let root_fd = files::open_root(&root_c, me).unwrap();
+        drop(files::open_user_dir(root_fd.as_fd(), me, true).unwrap());
+        let d = root.join(me.to_string());
+        let pid = std::process::id();
+        std::fs::write(
+            d.join(format!("kae-stats.{pid}")),
+            page_bytes(MAGIC, pid, own_start_ticks(), 5),
+        )
+        .unwrap();
+        // A process that has exited: its page is stale.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = d.join(format!("kae-stats.{dead}"));
+        std::fs::write(&stale, page_bytes(MAGIC, dead, 0, 1)).unwrap();
+        // Pid 1 is alive, but its page says it moved away.
+        let moved = d.join("kae-stats.1");
+        std::fs::write(&moved, page_bytes(MOVED, 1, 0, 1)).unwrap();
+        let fifo = CString::new(d.join("kae-stats.2").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        symlink("/dev/zero", d.join("kae-stats.3")).unwrap();
+        std::fs::write(d.join("kae-stats.4"), [0u8; 10]).unwrap();
+        // A directory named for a uid that does not own it.
+        let other = me.wrapping_add(777);
+        std::fs::create_dir(root.join(other.to_string())).unwrap();
+
+        let run = |remove_stale: bool| -> Scan {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let r = root.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(scan(&r, remove_stale));
+            });
+            rx.recv_timeout(std::time::Duration::from_secs(10))
+                .expect("scan blocked (FIFO?) or ran away (/dev/zero?)")
+        };
+        let s = run(false);
+        let got: Vec<(u32, u32, u64)> = s
+            .pages
+            .iter()
+            .map(|p| (p.pid, p.uid, p.counters.get(idx::PRIVATE_INLINE)))
+            .collect();
+        assert_eq!(got, vec![(pid, me, 5)]);
+        assert_eq!(s.problems.len(), 1, "{:?}", s.problems);
+        assert!(
+            s.problems[0].contains(&format!("/{other}: owned by uid {me}")),
+            "{:?}",
+            s.problems
+        );
+        assert!(
+            stale.exists() && moved.exists(),
+            "kept without remove_stale"
+        );
+        let s = run(true);
+        assert_eq!(s.pages.len(), 1);
+        assert!(!stale.exists(), "stale page removed");
+        assert!(!moved.exists(), "moved-away page removed");
+        for n in 2..=4 {
+            assert!(
+                d.join(format!("kae-stats.{n}")).symlink_metadata().is_ok(),
+                "kae-stats.{n} is skipped, not removed"
+            );
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

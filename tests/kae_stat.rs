@@ -4,8 +4,13 @@
 
 mod procs;
 
-use procs::{openssl_without_config, run_ok, wait_until, KillOnDrop, TempDir};
-use std::path::Path;
+use procs::{
+    openssl_bin, openssl_without_config, run, run_ok, wait_deadline, wait_until, KillOnDrop,
+    TempDir,
+};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -18,35 +23,79 @@ fn kae_stat(dir: &Path, args: &[&str]) -> String {
     )
 }
 
-/// (pid, private ops offloaded + inline) of each process in a --json snapshot.
+/// (pid, private ops offloaded + inline) of each process in a --json snapshot. Panics when the
+/// output is not the JSON kae-stat prints (no JSON line, no `processes` array, an entry
+/// without its numbers): a format change must fail the tests, not read as "no process".
 fn procs(json: &str) -> Vec<(u32, u64)> {
-    let mut out = Vec::new();
-    let Some(list) = json.split("\"processes\":[").nth(1) else {
-        return out;
-    };
-    let list = list.split("],\"total\"").next().unwrap();
-    for obj in list.split("},{") {
-        let num = |key: &str| -> u64 {
-            let k = format!("\"{key}\":");
-            obj.split(&k)
-                .nth(1)
-                .map(|r| {
-                    r.chars()
-                        .take_while(|c| c.is_ascii_digit())
-                        .collect::<String>()
-                        .parse()
-                        .unwrap()
-                })
-                .unwrap_or(0)
-        };
-        if obj.contains("\"pid\":") {
-            out.push((
-                num("pid") as u32,
+    let line = json
+        .lines()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line in kae-stat --json output:\n{json}"));
+    let v: serde_json::Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("kae-stat --json is not JSON ({e}):\n{line}"));
+    assert_eq!(v["kae_stat"], 1, "kae-stat --json format marker:\n{line}");
+    assert!(
+        v["total"]["ops_private_inline"].is_u64(),
+        "kae-stat --json has no total counters:\n{line}"
+    );
+    let list = v["processes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("kae-stat --json has no processes array:\n{line}"));
+    list.iter()
+        .map(|p| {
+            let num = |k: &str| {
+                p[k].as_u64()
+                    .unwrap_or_else(|| panic!("process entry without a number {k:?}: {p}"))
+            };
+            let pid = u32::try_from(num("pid")).unwrap_or_else(|_| panic!("pid: {p}"));
+            (
+                pid,
                 num("ops_private_inline") + num("ops_private_offloaded"),
-            ));
-        }
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn json_parser_fails_on_format_changes() {
+    let good = r#"{"kae_stat":1,"processes":[{"pid":7,"uid":0,"comm":"x","backend":"cpu","ops_private_inline":2,"ops_private_offloaded":3}],"total":{"ops_private_inline":2}}"#;
+    assert_eq!(procs(good), vec![(7, 5)]);
+    let empty = r#"{"kae_stat":1,"processes":[],"total":{"ops_private_inline":0}}"#;
+    assert!(procs(empty).is_empty());
+    let changed = [
+        "",
+        "no process has kae loaded",
+        r#"{"kae_stat":2,"processes":[],"total":{"ops_private_inline":0}}"#,
+        r#"{"kae_stat":1,"procs":[],"total":{"ops_private_inline":0}}"#,
+        r#"{"kae_stat":1,"processes":[],"totals":{}}"#,
+        r#"{"kae_stat":1,"processes":[{"pid":7,"private_inline":2,"ops_private_offloaded":3}],"total":{"ops_private_inline":2}}"#,
+        r#"{"kae_stat":1,"processes":[{"pid":"7","ops_private_inline":2,"ops_private_offloaded":3}],"total":{"ops_private_inline":2}}"#,
+        r#"{"kae_stat":1,"processes":[{"pid":7,"#,
+    ];
+    for text in changed {
+        let r = std::panic::catch_unwind(|| procs(text));
+        assert!(r.is_err(), "accepted {text:?} as {:?}", r.unwrap());
     }
-    out
+}
+
+/// Our effective uid (the directory our processes publish in).
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// Where a process of ours with `pid` publishes its page under the root `dir`.
+fn page_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(euid().to_string())
+        .join(format!("kae-stats.{pid}"))
+}
+
+/// Creates our user directory `<dir>/<euid>` (mode 0700) as kae would.
+fn user_dir(dir: &Path) -> PathBuf {
+    let d = dir.join(euid().to_string());
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    d
 }
 
 /// `openssl speed` with kae (4 s of rsa2048) publishing its counters in `dir`; killed on drop.
@@ -107,7 +156,7 @@ fn forked_children_publish_their_own_counters_and_clean_up() {
     let status = child.0.wait().unwrap();
     assert!(status.success());
     wait_until("pages removed at exit", Duration::from_secs(10), || {
-        std::fs::read_dir(&dir)
+        std::fs::read_dir(dir.join(euid().to_string()))
             .unwrap()
             .flatten()
             .all(|e| !e.file_name().to_string_lossy().starts_with("kae-stats."))
@@ -128,7 +177,7 @@ fn killed_process_is_not_shown_and_its_page_is_removed() {
     });
     child.0.kill().unwrap(); // SIGKILL: no exit handler runs
     child.0.wait().unwrap();
-    let page = dir.join(format!("kae-stats.{pid}"));
+    let page = page_path(dir.path(), pid);
     assert!(page.exists(), "a SIGKILLed process cannot remove its page");
     assert!(
         !procs(&kae_stat(dir.path(), &["--json"]))
@@ -143,15 +192,17 @@ fn killed_process_is_not_shown_and_its_page_is_removed() {
 fn page_of_a_recycled_pid_is_not_shown() {
     let dir = TempDir::new("stat-recycled");
     // A well-formed page claiming to be our own (live) pid but with another start time.
-    let mut bytes = vec![0u8; 256];
+    let mut bytes = vec![0u8; std::mem::size_of::<kae::stats::Page>()];
     bytes[..8].copy_from_slice(b"KAESTAT\0");
     bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
     let pid = std::process::id();
     bytes[12..16].copy_from_slice(&pid.to_le_bytes());
     bytes[16..24].copy_from_slice(&1u64.to_le_bytes()); // not our start time
-    std::fs::write(dir.join(format!("kae-stats.{pid}")), &bytes).unwrap();
+    user_dir(dir.path());
+    let page = page_path(dir.path(), pid);
+    std::fs::write(&page, &bytes).unwrap();
     assert!(procs(&kae_stat(dir.path(), &["--json"])).is_empty());
-    assert!(!dir.join(format!("kae-stats.{pid}")).exists());
+    assert!(!page.exists());
 }
 
 /// `openssl list -providers -verbose` shows kae's static build-info line (OpenSSL keeps the
@@ -181,4 +232,170 @@ fn openssl_list_shows_static_build_info_and_the_live_parameter() {
             .any(|l| l.trim_start().starts_with("live: UTF8 encoded string")),
         "the live parameter is not listed:\n{text}"
     );
+}
+
+/// `cmd` with an address-space limit of 1 GiB, so a reader that wrongly reads an endless file
+/// (a page linked to /dev/zero) fails fast instead of eating the machine's memory.
+fn limited(mut cmd: Command) -> Command {
+    // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 1 << 30,
+                rlim_max: 1 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Symlinks planted where the next kae process will create its page (at the old flat
+/// location and in its user directory) are not followed: their target keeps its contents.
+#[test]
+fn planted_symlinks_do_not_redirect_the_page() {
+    let dir = TempDir::new("stat-symlink");
+    let moddir = dir.provider_dir();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let go = dir.join("go");
+    // The shell waits for `go`, then becomes openssl: its pid is known before kae starts.
+    let mut child = KillOnDrop(
+        Command::new("sh")
+            .arg("-c")
+            .arg(r#"while [ ! -e "$0" ]; do sleep 0.02; done; exec "$@""#)
+            .arg(&go)
+            .arg(openssl_bin())
+            .args(["list", "-providers", "-provider-path"])
+            .arg(&moddir)
+            .args(["-provider", "kae"])
+            .env("OPENSSL_CONF", "/dev/null")
+            .env("KAE_STATS_DIR", dir.path())
+            .env("KAE_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
+    user_dir(dir.path());
+    let planted = [
+        dir.join(format!("kae-stats.{pid}")),
+        page_path(dir.path(), pid),
+    ];
+    for p in &planted {
+        std::os::unix::fs::symlink(&victim, p).unwrap();
+    }
+    std::fs::write(&go, b"").unwrap();
+    let status = wait_deadline(&mut child.0, Duration::from_secs(60)).expect("openssl hangs");
+    let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap();
+    assert!(status.success(), "{status:?}\n{stderr}");
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        b"precious",
+        "the symlink target was overwritten"
+    );
+    assert!(
+        !stderr.contains("not published"),
+        "the process did publish (replacing the planted link): {stderr}"
+    );
+    assert!(
+        page_path(dir.path(), pid).symlink_metadata().is_err(),
+        "the page that replaced the link was removed at exit"
+    );
+}
+
+/// Readers (kae-stat, and `openssl list -providers -verbose` through the provider) skip a FIFO,
+/// a link to /dev/zero and files of the wrong size, instead of blocking or reading forever.
+#[test]
+fn readers_skip_fifos_device_links_and_wrong_sizes() {
+    let dir = TempDir::new("stat-readers");
+    let moddir = dir.provider_dir();
+    let mine = user_dir(dir.path());
+    // Planted in the user directory and at the old flat location.
+    for d in [dir.path(), mine.as_path()] {
+        let fifo = std::ffi::CString::new(
+            d.join(format!("kae-stats.{}", std::process::id()))
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink("/dev/zero", d.join("kae-stats.1")).unwrap();
+        std::fs::write(d.join("kae-stats.2"), vec![0u8; 1 << 20]).unwrap();
+    }
+    let limit = Duration::from_secs(20);
+    let mut stat = limited(Command::new(env!("CARGO_BIN_EXE_kae-stat")));
+    stat.env("KAE_STATS_DIR", dir.path()).arg("--json");
+    let out = run(&mut stat, None, limit).ok();
+    assert!(procs(&out.stdout).is_empty(), "{}", out.describe());
+
+    let mut list = limited(openssl_without_config());
+    list.env("KAE_STATS_DIR", dir.path())
+        .args(["list", "-providers", "-verbose", "-provider-path"])
+        .arg(&moddir)
+        .args(["-provider", "kae"]);
+    let out = run(&mut list, None, limit).ok();
+    assert!(
+        out.stdout.contains("1 process(es) with kae"),
+        "only the list process itself:\n{}",
+        out.describe()
+    );
+}
+
+/// A user directory that another user owns, or that others may enter, is refused: the
+/// process does not publish there and says why; kae-stat reports it too.
+#[test]
+fn unsafe_user_directories_are_refused() {
+    let mut cases: Vec<(&str, u32, Option<u32>)> = vec![("world-writable", 0o777, None)];
+    if euid() == 0 {
+        cases.push(("owned by nobody", 0o700, Some(65534)));
+    } else {
+        eprintln!("SKIPPED (needs root, CI runs as root): a user directory owned by uid 65534");
+    }
+    for (what, mode, owner) in cases {
+        let dir = TempDir::new("stat-refused");
+        let moddir = dir.provider_dir();
+        let d = user_dir(dir.path());
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+        if let Some(uid) = owner {
+            std::os::unix::fs::chown(&d, Some(uid), None).unwrap();
+        }
+        let mut cmd = openssl_without_config();
+        cmd.env("KAE_STATS_DIR", dir.path())
+            .env("KAE_LOG", "warn")
+            .args(["list", "-providers", "-provider-path"])
+            .arg(&moddir)
+            .args(["-provider", "kae"]);
+        let out = run(&mut cmd, None, Duration::from_secs(60)).ok();
+        let want = match owner {
+            Some(uid) => format!("owned by uid {uid}, not by uid {}", euid()),
+            None => format!("mode {mode:04o} lets other users in"),
+        };
+        assert!(
+            out.stderr.contains("counters not published") && out.stderr.contains(&want),
+            "{what}: no refusal ({want:?}) logged\n{}",
+            out.describe()
+        );
+        assert_eq!(
+            std::fs::read_dir(&d).unwrap().count(),
+            0,
+            "{what}: something was written in the refused directory"
+        );
+        let out = run(
+            Command::new(env!("CARGO_BIN_EXE_kae-stat")).env("KAE_STATS_DIR", dir.path()),
+            None,
+            Duration::from_secs(60),
+        )
+        .ok();
+        assert!(
+            out.stderr.contains(&want),
+            "{what}: kae-stat does not report the refused directory\n{}",
+            out.describe()
+        );
+    }
 }

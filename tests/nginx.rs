@@ -619,6 +619,36 @@ fn wait_kae_stat(want: &BTreeSet<u32>, gone: &BTreeSet<u32>, nginx: &Nginx) -> B
     })
 }
 
+/// Root of kae's counter pages (as the test runner and nginx see it).
+fn stats_root() -> PathBuf {
+    std::env::var_os("KAE_STATS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/dev/shm/kae".into())
+}
+
+/// Pages of `pid` that still hold its counters (not marked as moved away), in any user
+/// directory `<root>/<uid>`.
+fn current_pages_of(pid: u32) -> Vec<PathBuf> {
+    let Ok(dirs) = std::fs::read_dir(stats_root()) else {
+        return Vec::new();
+    };
+    dirs.flatten()
+        .map(|d| d.path().join(format!("kae-stats.{pid}")))
+        .filter(|p| std::fs::read(p).is_ok_and(|b| b.len() >= 8 && &b[..8] != b"KAEMOVD\0"))
+        .collect()
+}
+
+/// The effective uid of a live process (from /proc).
+fn euid_of(pid: u32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no effective uid in /proc/{pid}/status"))
+}
+
 fn sum_private(rows: &BTreeMap<u32, Json>, pids: &BTreeSet<u32>) -> u64 {
     pids.iter()
         .filter_map(|p| rows.get(p))
@@ -783,12 +813,37 @@ fn nginx_kae_stat_reload_and_worker_kill() {
         "kae-stat does not list the master {}",
         ngx.master()
     );
+    // Workers that switched to nginx's `user` after the fork publish under that uid from
+    // their first operation on (an idle one stays where the fork put it).
+    for w in workers.iter().filter(|w| private_ops(&after[*w]) > 0) {
+        assert_eq!(
+            after[w].num("uid") as u32,
+            euid_of(*w),
+            "worker {w}'s page is not in its own uid's directory"
+        );
+    }
 
     // Reload: a new generation of workers, the old one exits; still serving.
     ngx.reload();
     let new = ngx.wait_workers(
         |w| w.len() == 2 && w.is_disjoint(&workers),
         "2 new workers after reload",
+    );
+    // The old workers remove their pages themselves when they exit (checked on the files,
+    // before kae-stat, which would remove stale pages, runs again).
+    let ok = wait_for(Duration::from_secs(20), || {
+        workers
+            .iter()
+            .all(|w| !alive(*w) && current_pages_of(*w).is_empty())
+            .then_some(())
+    });
+    assert!(
+        ok.is_some(),
+        "pages of the old workers left behind: {:?}",
+        workers
+            .iter()
+            .flat_map(|w| current_pages_of(*w))
+            .collect::<Vec<_>>()
     );
     let rows = wait_kae_stat(&new, &workers, &ngx);
     let b = sum_private(&rows, &new);
@@ -820,9 +875,9 @@ fn nginx_kae_stat_reload_and_worker_kill() {
         "private ops did not rise after the worker was replaced"
     );
 
-    // A killed process cannot remove its counter page; tidy up the one we caused.
-    let dir = std::env::var_os("KAE_STATS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "/dev/shm".into());
-    let _ = std::fs::remove_file(dir.join(format!("kae-stats.{victim}")));
+    // A killed process cannot remove its counter page; tidy up the one we caused (kae-stat
+    // above removes it too, as stale).
+    for p in current_pages_of(victim) {
+        let _ = std::fs::remove_file(p);
+    }
 }

@@ -4,17 +4,38 @@
 //!   kae-stat -i 1         every second, like watch (Ctrl-C to stop); -n COUNT bounds it
 //!   kae-stat --json       one JSON line per snapshot
 //!
-//! Each kae process publishes a page `kae-stats.<pid>` under /dev/shm/kae (or $KAE_STATS_DIR).
+//! Each kae process publishes a page `<root>/<euid>/kae-stats.<pid>` (root /dev/shm/kae or
+//! $KAE_STATS_DIR; one directory per effective uid, mode 0700). Run as root, kae-stat shows
+//! every user's processes; run as a user, those whose directories it may read (its own).
 //! Pages of processes that are gone (dead pid, or a pid reused by another process) are not
 //! shown and are removed.
 
-use kae::stats::{idx, live_pages, stats_dir, total, ProcPage, Snapshot, NAMES};
+use kae::stats::{idx, scan, stats_dir, total, ProcPage, Snapshot, NAMES};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 type Proc = ProcPage;
 
-fn collect() -> Vec<Proc> {
-    live_pages(true)
+/// The live pages; directories refused or unreadable are reported on stderr (once each).
+fn collect(reported: &mut BTreeSet<String>) -> Vec<Proc> {
+    let s = scan(&stats_dir(), true);
+    let mut notes = s.problems;
+    if !s.unreadable.is_empty() {
+        notes.push(format!(
+            "not allowed to read the counters of uid {} (run as root to see every user's processes)",
+            s.unreadable
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for n in notes {
+        if reported.insert(n.clone()) {
+            eprintln!("kae-stat: {n}");
+        }
+    }
+    s.pages
 }
 
 fn json_counters(s: &Snapshot) -> String {
@@ -32,8 +53,9 @@ fn print_json(procs: &[Proc]) {
         .iter()
         .map(|p| {
             format!(
-                "{{\"pid\":{},\"comm\":\"{}\",\"backend\":\"{}\",{}}}",
+                "{{\"pid\":{},\"uid\":{},\"comm\":\"{}\",\"backend\":\"{}\",{}}}",
                 p.pid,
+                p.uid,
                 p.comm.replace(['"', '\\'], "_"),
                 p.backend,
                 json_counters(&p.counters)
@@ -136,8 +158,9 @@ fn main() {
         }
     }
     let mut n = 0u64;
+    let mut reported = BTreeSet::new();
     loop {
-        let procs = collect();
+        let procs = collect(&mut reported);
         if json {
             print_json(&procs);
         } else {

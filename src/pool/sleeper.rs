@@ -32,8 +32,7 @@ pub(crate) fn spin_budget() -> Duration {
 }
 
 fn env_us(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
+    crate::env::var(name)
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }

@@ -1,0 +1,642 @@
+//! The files behind the counter pages, opened so that another local user can neither redirect
+//! a write nor make a reader hang or run out of memory.
+//!
+//! Layout: a root directory (`/dev/shm/kae`, or `$KAE_STATS_DIR`) holds one directory per
+//! effective uid, `<root>/<uid>`, mode 0700 and owned by that uid, which holds the pages
+//! `kae-stats.<pid>`.
+//!
+//! * The root is created sticky and world-writable (01777, like /dev/shm itself) so every user
+//!   can make a directory in it and none can remove another's. It must not be a symlink and
+//!   must belong to root or to us; a root that is writable by others without the sticky bit
+//!   (the layout of earlier kae versions) is given the bit when it is ours, else refused.
+//! * A user directory must be a real directory (no symlink), owned by the uid it is named
+//!   after, without any group or other permission bit; otherwise it is refused.
+//! * Pages are created with `O_CREAT|O_EXCL|O_NOFOLLOW` relative to the directory's fd: an
+//!   entry of that name (a page left by an earlier process with our pid, or anything else) is
+//!   removed and creation retried once; nothing is ever opened through a symlink.
+//! * Readers open with `O_NOFOLLOW|O_NONBLOCK` and take only regular files of exactly the page
+//!   size (checked with `fstat` on the open file).
+//!
+//! The writer side (`open_root`, `open_user_dir`, `create_page`, `unlink`) makes system calls
+//! only and never allocates: it also runs in the fork child handler.
+
+use core::ffi::CStr;
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// Name prefix of a page file.
+pub const FILE_PREFIX: &str = "kae-stats.";
+
+/// Why a directory or page was refused or could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// A system call failed.
+    Sys { call: &'static str, errno: i32 },
+    /// Owned by `uid`; only `want` (or root, for the root directory) may own it.
+    Owner { uid: u32, want: u32 },
+    /// Permission bits (octal) that let other users in.
+    Mode { mode: u32 },
+    /// A symbolic link where a directory should be.
+    Symlink,
+}
+
+impl Problem {
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            Problem::Sys { errno, .. } => Some(*errno),
+            _ => None,
+        }
+    }
+}
+
+impl core::fmt::Display for Problem {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            Problem::Sys { call, errno } => {
+                write!(f, "{call}: {}", std::io::Error::from_raw_os_error(errno))
+            }
+            Problem::Owner { uid, want } => {
+                write!(f, "owned by uid {uid}, not by uid {want} (refused)")
+            }
+            Problem::Symlink => write!(f, "a symbolic link (refused)"),
+            Problem::Mode { mode } => write!(
+                f,
+                "mode {mode:04o} lets other users in (refused: want 0700, or 1777 for the root)"
+            ),
+        }
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn sys(call: &'static str) -> Problem {
+    Problem::Sys {
+        call,
+        errno: errno(),
+    }
+}
+
+/// A short NUL-terminated name built without allocation: `prefix` then `n` in decimal.
+pub struct Name {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl Name {
+    pub fn new(prefix: &str, n: u32) -> Name {
+        let mut buf = [0u8; 32];
+        let p = prefix.as_bytes();
+        let p = &p[..p.len().min(20)];
+        buf[..p.len()].copy_from_slice(p);
+        let mut digits = [0u8; 10];
+        let (mut v, mut nd) = (n, 0);
+        loop {
+            digits[nd] = b'0' + (v % 10) as u8;
+            nd += 1;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        for (i, d) in digits[..nd].iter().rev().enumerate() {
+            buf[p.len() + i] = *d;
+        }
+        Name {
+            buf,
+            len: p.len() + nd,
+        }
+    }
+
+    pub fn as_cstr(&self) -> &CStr {
+        CStr::from_bytes_with_nul(&self.buf[..=self.len]).unwrap_or(c"")
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// The decimal number `name` spells (digits only, no sign, no leading zero but "0").
+pub fn parse_decimal(name: &[u8]) -> Option<u32> {
+    if name.is_empty() || name.len() > 10 || (name.len() > 1 && name[0] == b'0') {
+        return None;
+    }
+    if !name.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    core::str::from_utf8(name).ok()?.parse().ok()
+}
+
+fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Problem> {
+    // SAFETY: fstat fills a zeroed struct we own, on an fd we borrow.
+    unsafe {
+        let mut st: libc::stat = core::mem::zeroed();
+        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
+            return Err(sys("fstat"));
+        }
+        Ok(st)
+    }
+}
+
+fn owned(fd: libc::c_int, call: &'static str) -> Result<OwnedFd, Problem> {
+    if fd < 0 {
+        return Err(sys(call));
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+const DIR_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+
+/// Opens the directory `name` relative to `at` (an fd, or AT_FDCWD) without following a
+/// symlink; a symlink there is reported as such.
+fn open_dir_at(at: libc::c_int, name: &CStr) -> Result<OwnedFd, Problem> {
+    // SAFETY: openat on a NUL-terminated name relative to `at`.
+    let fd = unsafe { libc::openat(at, name.as_ptr(), DIR_FLAGS) };
+    if fd >= 0 {
+        return owned(fd, "open");
+    }
+    let e = sys("open");
+    if matches!(e.errno(), Some(libc::ENOTDIR) | Some(libc::ELOOP)) {
+        // SAFETY: fstatat into a zeroed struct we own.
+        let is_link = unsafe {
+            let mut st: libc::stat = core::mem::zeroed();
+            libc::fstatat(at, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) == 0
+                && st.st_mode & libc::S_IFMT == libc::S_IFLNK
+        };
+        if is_link {
+            return Err(Problem::Symlink);
+        }
+    }
+    Err(e)
+}
+
+/// Opens the root directory `path` for writing pages as `euid`, creating it (01777) when
+/// missing. See the module documentation for what is accepted.
+pub fn open_root(path: &CStr, euid: u32) -> Result<OwnedFd, Problem> {
+    // SAFETY: mkdir/open on a NUL-terminated path.
+    let created = unsafe { libc::mkdir(path.as_ptr(), 0o1777) } == 0;
+    if !created && errno() != libc::EEXIST {
+        return Err(sys("mkdir"));
+    }
+    let fd = open_dir_at(libc::AT_FDCWD, path)?;
+    let st = fstat(fd.as_fd())?;
+    if st.st_uid != 0 && st.st_uid != euid {
+        return Err(Problem::Owner {
+            uid: st.st_uid,
+            want: euid,
+        });
+    }
+    let mode = st.st_mode & 0o7777;
+    let open_to_others = mode & 0o022 != 0;
+    let want = if created {
+        // The umask took bits away.
+        Some(0o1777)
+    } else if open_to_others && mode & libc::S_ISVTX == 0 {
+        if st.st_uid != euid {
+            return Err(Problem::Mode { mode });
+        }
+        // Ours, from an earlier kae that made it world-writable without the sticky bit.
+        Some(mode | libc::S_ISVTX)
+    } else {
+        None
+    };
+    if let Some(m) = want {
+        // SAFETY: fchmod on the directory we just verified.
+        if unsafe { libc::fchmod(fd.as_raw_fd(), m) } != 0 {
+            return Err(sys("fchmod"));
+        }
+    }
+    Ok(fd)
+}
+
+/// Opens the root directory `path` to read pages (no ownership requirement: every user
+/// directory in it is checked on its own).
+pub fn open_root_for_reading(path: &CStr) -> Result<OwnedFd, Problem> {
+    open_dir_at(libc::AT_FDCWD, path)
+}
+
+/// Opens `<root>/<uid>`, creating it (0700) when `create` and missing. Refused unless it is a
+/// directory (not a symlink) owned by `uid` with no group or other permission bits.
+pub fn open_user_dir(root: BorrowedFd<'_>, uid: u32, create: bool) -> Result<OwnedFd, Problem> {
+    let name = Name::new("", uid);
+    let mut created = false;
+    if create {
+        // SAFETY: mkdirat relative to a directory fd we borrow.
+        created = unsafe { libc::mkdirat(root.as_raw_fd(), name.as_cstr().as_ptr(), 0o700) } == 0;
+        if !created && errno() != libc::EEXIST {
+            return Err(sys("mkdir"));
+        }
+    }
+    let fd = open_dir_at(root.as_raw_fd(), name.as_cstr())?;
+    let st = fstat(fd.as_fd())?;
+    if st.st_uid != uid {
+        return Err(Problem::Owner {
+            uid: st.st_uid,
+            want: uid,
+        });
+    }
+    let mode = st.st_mode & 0o7777;
+    if created && mode != 0o700 {
+        // SAFETY: fchmod on the directory we just made and verified.
+        if unsafe { libc::fchmod(fd.as_raw_fd(), 0o700) } != 0 {
+            return Err(sys("fchmod"));
+        }
+    } else if mode & 0o077 != 0 {
+        return Err(Problem::Mode { mode });
+    }
+    Ok(fd)
+}
+
+/// Creates the page `kae-stats.<pid>` of `size` bytes (zero-filled, mode 0600) in `dir`.
+pub fn create_page(dir: BorrowedFd<'_>, pid: u32, size: usize) -> Result<OwnedFd, Problem> {
+    let name = Name::new(FILE_PREFIX, pid);
+    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    for attempt in 0..2 {
+        // SAFETY: openat relative to a directory fd we borrow; a NUL-terminated name.
+        let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_cstr().as_ptr(), flags, 0o600) };
+        if fd >= 0 {
+            let fd = owned(fd, "open")?;
+            // SAFETY: ftruncate on the file we just created.
+            if unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) } != 0 {
+                let e = sys("ftruncate");
+                unlink(dir, name.as_cstr());
+                return Err(e);
+            }
+            return Ok(fd);
+        }
+        if errno() != libc::EEXIST || attempt == 1 {
+            break;
+        }
+        // Left by an earlier process with our pid (or planted): remove the entry itself
+        // (never what a symlink points to) and try once more.
+        unlink(dir, name.as_cstr());
+    }
+    Err(sys("open"))
+}
+
+/// Removes `name` from `dir` (a file or symlink, never a directory). True when removed.
+pub fn unlink(dir: BorrowedFd<'_>, name: &CStr) -> bool {
+    // SAFETY: unlinkat relative to a directory fd we borrow.
+    unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) == 0 }
+}
+
+/// The contents of `name` in `dir` when it is a regular file of exactly `size` bytes; None for
+/// anything else (symlink, FIFO, device, directory, other size) or on any error. Never
+/// follows a symlink and never blocks on a FIFO.
+pub fn read_page(dir: BorrowedFd<'_>, name: &CStr, size: usize) -> Option<Vec<u8>> {
+    // A first look without opening anything: opening some files has effects.
+    // SAFETY: fstatat into a zeroed struct we own, relative to a directory fd we borrow.
+    let pre = unsafe {
+        let mut st: libc::stat = core::mem::zeroed();
+        (libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        ) == 0)
+            .then_some(st)?
+    };
+    let regular_of_size = |st: &libc::stat| {
+        st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_size as u64 == size as u64
+    };
+    if !regular_of_size(&pre) {
+        return None;
+    }
+    let flags =
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: openat relative to a directory fd we borrow.
+    let fd = owned(
+        unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags) },
+        "open",
+    )
+    .ok()?;
+    // The entry may have been replaced between the look and the open: check what we opened.
+    let st = fstat(fd.as_fd()).ok()?;
+    if !regular_of_size(&st) {
+        return None;
+    }
+    let mut buf = vec![0u8; size];
+    let mut got = 0;
+    while got < size {
+        // SAFETY: pread into the unfilled tail of our buffer.
+        let n = unsafe {
+            libc::pread(
+                fd.as_raw_fd(),
+                buf[got..].as_mut_ptr().cast(),
+                size - got,
+                got as libc::off_t,
+            )
+        };
+        if n <= 0 {
+            return None;
+        }
+        got += n as usize;
+    }
+    Some(buf)
+}
+
+/// Names of the entries of `dir` (without "." and "..").
+pub fn list(dir: BorrowedFd<'_>) -> Vec<CString> {
+    let mut out = Vec::new();
+    // SAFETY: fdopendir takes over a duplicate of the borrowed fd, closed by closedir; readdir
+    // entries are read before the next readdir call.
+    unsafe {
+        let dup = libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0);
+        if dup < 0 {
+            return out;
+        }
+        let d = libc::fdopendir(dup);
+        if d.is_null() {
+            libc::close(dup);
+            return out;
+        }
+        // The duplicate shares the file offset with `dir`: start from the beginning.
+        libc::rewinddir(d);
+        loop {
+            let e = libc::readdir(d);
+            if e.is_null() {
+                break;
+            }
+            let name = CStr::from_ptr((*e).d_name.as_ptr());
+            if name.to_bytes() != b"." && name.to_bytes() != b".." {
+                out.push(name.to_owned());
+            }
+        }
+        libc::closedir(d);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    const SIZE: usize = 64;
+    /// Owner given to directories that must belong to "someone else" (when running as root).
+    const NOBODY: u32 = 65534;
+
+    /// A scratch directory, removed on drop.
+    struct Tmp(PathBuf);
+
+    impl Tmp {
+        fn new(tag: &str) -> Tmp {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "kae-files-{tag}-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = fs::remove_dir_all(&p);
+            fs::create_dir(&p).unwrap();
+            Tmp(p)
+        }
+    }
+
+    impl Drop for Tmp {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn c(p: &Path) -> CString {
+        CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
+    }
+
+    fn me() -> u32 {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() }
+    }
+
+    fn mode(p: &Path) -> u32 {
+        fs::symlink_metadata(p).unwrap().mode() & 0o7777
+    }
+
+    fn set_mode(p: &Path, m: u32) {
+        fs::set_permissions(p, fs::Permissions::from_mode(m)).unwrap();
+    }
+
+    fn chown(p: &Path, uid: u32) {
+        std::os::unix::fs::chown(p, Some(uid), None).unwrap();
+    }
+
+    fn skipped(what: &str) {
+        eprintln!("SKIPPED (needs root, CI runs as root): {what}");
+    }
+
+    /// `<tmp>/root` opened (created) as a writer, and our user directory in it.
+    fn setup(t: &Tmp) -> (PathBuf, OwnedFd, OwnedFd) {
+        let root_path = t.0.join("root");
+        let root = open_root(&c(&root_path), me()).unwrap();
+        let dir = open_user_dir(root.as_fd(), me(), true).unwrap();
+        (root_path, root, dir)
+    }
+
+    #[test]
+    fn new_directories_are_sticky_root_and_private_user_dir() {
+        let t = Tmp::new("modes");
+        let (root_path, _root, _dir) = setup(&t);
+        assert_eq!(mode(&root_path), 0o1777);
+        assert_eq!(mode(&root_path.join(me().to_string())), 0o700);
+        let md = fs::metadata(root_path.join(me().to_string())).unwrap();
+        assert_eq!(md.uid(), me());
+    }
+
+    #[test]
+    fn page_creation_does_not_follow_a_planted_symlink() {
+        let t = Tmp::new("symlink");
+        let (root_path, _root, dir) = setup(&t);
+        let victim = t.0.join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let page = root_path.join(me().to_string()).join("kae-stats.4242");
+        symlink(&victim, &page).unwrap();
+        let fd = create_page(dir.as_fd(), 4242, SIZE).unwrap();
+        assert_eq!(fs::read(&victim).unwrap(), b"precious", "target untouched");
+        let md = fs::symlink_metadata(&page).unwrap();
+        assert!(
+            md.file_type().is_file(),
+            "the symlink was replaced by a file"
+        );
+        assert_eq!(md.len(), SIZE as u64);
+        assert_eq!(md.mode() & 0o777, 0o600);
+        // A page left by an earlier process with our pid is replaced by a fresh one.
+        drop(fd);
+        fs::write(&page, [7u8; SIZE]).unwrap();
+        let _fd = create_page(dir.as_fd(), 4242, SIZE).unwrap();
+        assert_eq!(fs::read(&page).unwrap(), vec![0u8; SIZE]);
+        // A directory in the way is not removed: creation fails.
+        fs::create_dir(page.with_file_name("kae-stats.4343")).unwrap();
+        assert!(create_page(dir.as_fd(), 4343, SIZE).is_err());
+    }
+
+    #[test]
+    fn symlinked_directories_are_refused() {
+        let t = Tmp::new("dirlink");
+        let elsewhere = t.0.join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        set_mode(&elsewhere, 0o1777);
+        let link = t.0.join("rootlink");
+        symlink(&elsewhere, &link).unwrap();
+        assert_eq!(open_root(&c(&link), me()).unwrap_err(), Problem::Symlink);
+        assert!(open_root_for_reading(&c(&link)).is_err());
+
+        // The user directory planted as a symlink to a directory of ours.
+        let (root_path, root, _dir) = setup(&t);
+        let target = t.0.join("target");
+        fs::create_dir(&target).unwrap();
+        set_mode(&target, 0o700);
+        symlink(&target, root_path.join("4242")).unwrap();
+        assert_eq!(
+            open_user_dir(root.as_fd(), 4242, true).unwrap_err(),
+            Problem::Symlink
+        );
+        // And a regular file where a directory should be.
+        fs::write(root_path.join("4343"), b"x").unwrap();
+        assert!(open_user_dir(root.as_fd(), 4343, true).is_err());
+        assert_eq!(fs::read_dir(&target).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_directory_owned_by_another_user_is_refused() {
+        let t = Tmp::new("owner");
+        let (root_path, root, _dir) = setup(&t);
+        // Named for a uid that does not own it.
+        let other = me().wrapping_add(12345);
+        let d = root_path.join(other.to_string());
+        fs::create_dir(&d).unwrap();
+        set_mode(&d, 0o700);
+        assert_eq!(
+            open_user_dir(root.as_fd(), other, true).unwrap_err(),
+            Problem::Owner {
+                uid: me(),
+                want: other
+            }
+        );
+        // A root directory owned neither by root nor by the writer.
+        if me() == 0 {
+            let t2 = Tmp::new("owner-root");
+            let r = t2.0.join("root");
+            fs::create_dir(&r).unwrap();
+            set_mode(&r, 0o1777);
+            chown(&r, NOBODY);
+            assert_eq!(
+                open_root(&c(&r), 0).unwrap_err(),
+                Problem::Owner {
+                    uid: NOBODY,
+                    want: 0
+                }
+            );
+            // Our own directory name, handed to someone else.
+            let mine = root_path.join("0");
+            chown(&mine, NOBODY);
+            assert_eq!(
+                open_user_dir(root.as_fd(), 0, true).unwrap_err(),
+                Problem::Owner {
+                    uid: NOBODY,
+                    want: 0
+                }
+            );
+        } else {
+            assert!(matches!(
+                open_root(&c(&root_path), other).unwrap_err(),
+                Problem::Owner { .. }
+            ));
+            skipped("chown of directories to uid 65534");
+        }
+    }
+
+    #[test]
+    fn group_or_world_accessible_directories_are_refused() {
+        let t = Tmp::new("mode");
+        let (root_path, root, _dir) = setup(&t);
+        let mine = root_path.join(me().to_string());
+        for m in [0o770, 0o707, 0o750, 0o705, 0o701, 0o710, 0o777] {
+            set_mode(&mine, m);
+            assert_eq!(
+                open_user_dir(root.as_fd(), me(), true).unwrap_err(),
+                Problem::Mode { mode: m },
+                "mode {m:o}"
+            );
+            assert_eq!(mode(&mine), m, "left as it was");
+        }
+        set_mode(&mine, 0o700);
+        assert!(open_user_dir(root.as_fd(), me(), true).is_ok());
+
+        // A world-writable root without the sticky bit: ours is repaired, another's refused.
+        let r = t.0.join("oldroot");
+        fs::create_dir(&r).unwrap();
+        set_mode(&r, 0o777);
+        assert!(open_root(&c(&r), me()).is_ok());
+        assert_eq!(mode(&r), 0o1777, "the sticky bit was added");
+        if me() == 0 {
+            // Owned by root (an accepted owner) but not by the writer (uid 65534).
+            set_mode(&r, 0o777);
+            assert_eq!(
+                open_root(&c(&r), NOBODY).unwrap_err(),
+                Problem::Mode { mode: 0o777 }
+            );
+            set_mode(&r, 0o757);
+            assert_eq!(
+                open_root(&c(&r), NOBODY).unwrap_err(),
+                Problem::Mode { mode: 0o757 }
+            );
+            set_mode(&r, 0o1777);
+            assert!(open_root(&c(&r), NOBODY).is_ok());
+            set_mode(&r, 0o755);
+            assert!(open_root(&c(&r), NOBODY).is_ok());
+        } else {
+            skipped("a world-writable root owned by root, opened by another uid");
+        }
+    }
+
+    #[test]
+    fn readers_skip_fifos_device_links_and_wrong_sizes_without_blocking() {
+        let t = Tmp::new("readers");
+        let (root_path, _root, dir) = setup(&t);
+        let d = root_path.join(me().to_string());
+        let fifo = c(&d.join("kae-stats.1"));
+        // SAFETY: mkfifo on a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        symlink("/dev/zero", d.join("kae-stats.2")).unwrap();
+        fs::write(d.join("kae-stats.3"), [1u8; SIZE - 1]).unwrap();
+        fs::write(d.join("kae-stats.4"), [1u8; SIZE + 1]).unwrap();
+        fs::create_dir(d.join("kae-stats.5")).unwrap();
+        let good_elsewhere = t.0.join("good");
+        fs::write(&good_elsewhere, [2u8; SIZE]).unwrap();
+        symlink(&good_elsewhere, d.join("kae-stats.6")).unwrap();
+        fs::write(d.join("kae-stats.7"), [3u8; SIZE]).unwrap();
+
+        let names = list(dir.as_fd());
+        assert_eq!(names.len(), 7, "{names:?}");
+        // The directory can be listed again from the same fd.
+        assert_eq!(list(dir.as_fd()).len(), 7);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let raw = dir.as_raw_fd();
+        std::thread::spawn(move || {
+            // SAFETY: `dir` outlives the wait below (the test fails before dropping it when
+            // the reader blocks).
+            let dir = unsafe { BorrowedFd::borrow_raw(raw) };
+            let mut found: Vec<(String, Vec<u8>)> = names
+                .iter()
+                .filter_map(|n| {
+                    read_page(dir, n, SIZE).map(|b| (n.to_string_lossy().into_owned(), b))
+                })
+                .collect();
+            found.sort();
+            let _ = tx.send(found);
+        });
+        let found = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a reader blocked (FIFO?) or ran away (/dev/zero?)");
+        assert_eq!(found, vec![("kae-stats.7".to_string(), vec![3u8; SIZE])]);
+        drop(dir);
+    }
+}

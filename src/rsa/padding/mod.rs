@@ -120,6 +120,9 @@ pub fn hmac(hasher: &dyn Hasher, key: &[u8], parts: &[&[u8]], out: &mut [u8]) ->
 }
 
 #[cfg(test)]
+mod pure_tests;
+
+#[cfg(test)]
 pub(crate) mod testutil {
     //! Test implementations of the traits on top of the `openssl` crate, plus RSA helpers.
     use super::*;

@@ -96,6 +96,7 @@ def main():
     # op -> class -> Counter(place)
     table = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
     kae_places = collections.defaultdict(set)  # place -> {(op, kind)}
+    lib_sites = collections.defaultdict(collections.Counter)  # kae file:line -> libcrypto fns
     marker = "(before setup)"
     for err in tree:
         if err.tag == "clientmsg":
@@ -147,6 +148,16 @@ def main():
         table[op][cls][place] += 1
         if cls == "kae":
             kae_places[place].add((op, kind))
+        elif cls == "libcrypto" and op not in ("setup", "teardown"):
+            # Which kae call handed the secret to libcrypto.
+            kae_frames = [g for g in fs if where(g, root) == "kae"]
+            if kae_frames:
+                # The first frame above the FFI wrappers (src/ffi/) names the call site.
+                outer = next((g for g in kae_frames if "/src/ffi" not in g["dir"]), kae_frames[0])
+                site = f"{outer['file']}:{outer['line']}"
+                if outer is not kae_frames[0]:
+                    site += f" ({kae_frames[0]['file']}:{kae_frames[0]['line']})"
+                lib_sites[site][place] += 1
 
     ops = sorted(table, key=lambda o: (o in ("setup", "teardown"), o.startswith("("), o))
     print(f"{'operation':<18} {'kae':>4} {'libcrypto':>9} {'lost':>5} {'harness':>7} {'other':>5}   libcrypto functions (reports)")
@@ -169,6 +180,12 @@ def main():
             ops_s = ", ".join(sorted({o for o, _ in uses}))
             kinds = ", ".join(sorted({k for _, k in uses}))
             print(f"  {place}   [{ops_s}] {kinds}")
+        print()
+    if lib_sites:
+        print("libcrypto findings during the operations, by the kae call that passed the secret:")
+        for site in sorted(lib_sites):
+            fns = ", ".join(f"{fn} ({cnt})" for fn, cnt in lib_sites[site].most_common())
+            print(f"  {site:<28} {fns}")
         print()
     canary_seen = bool(table.get(CANARY, {}).get("kae"))
     ok = True

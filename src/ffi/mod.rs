@@ -8,6 +8,7 @@ pub mod bn;
 pub mod core;
 pub mod digest;
 pub mod fork;
+pub mod memcheck;
 pub mod params;
 pub mod sys;
 

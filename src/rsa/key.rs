@@ -165,6 +165,16 @@ impl RsaKey {
         r.as_ref().map_err(|e| *e)
     }
 
+    /// Test hook for the secret-taint check (`examples/ctgrind.rs`): adds a blinding pair
+    /// `a = r^e·R`, `ai = r^-1·R` (mod n, Montgomery form) that the next private operation
+    /// takes, so the check can hand it pairs whose bytes it has marked secret.
+    #[doc(hidden)]
+    pub fn push_blinding_pair(&self, a: BigNum, ai: BigNum) {
+        if let Ok(mut v) = self.blindings.lock() {
+            v.push(Blinding { a, ai, uses: 0 });
+        }
+    }
+
     /// Copy of the selected parts (for keymgmt dup).
     pub fn dup(&self, public: bool, private: bool, params: bool) -> KaeResult<RsaKey> {
         let mut k = RsaKey::empty(self.kind);

@@ -154,7 +154,6 @@ fn openssl_vectors_rsa2049() {
 /// the synthetic message is derived from the ciphertext padded to k bytes, so the answers are
 /// the same as for the full-length ciphertexts.
 #[test]
-#[ignore = "needs issue 8 item 2 (a ciphertext shorter than the modulus read as the default provider does): un-ignore when merged"]
 fn openssl_vectors_short_ciphertexts() {
     let mut problems = Vec::new();
     let mut ran = 0;

@@ -20,7 +20,7 @@ const MAKE_MEM_DEFINED: usize = MAKE_MEM_UNDEFINED + 1;
 const RUNNING_ON_VALGRIND: usize = 0x1001;
 const PRINTF_VALIST_BY_REF: usize = 0x1403;
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", not(miri)))]
 #[inline(always)]
 fn client_request(default: usize, request: usize, arg1: usize, arg2: usize) -> usize {
     let args: [usize; 6] = [request, arg1, arg2, 0, 0, 0];
@@ -47,7 +47,7 @@ fn client_request(default: usize, request: usize, arg1: usize, arg2: usize) -> u
     result
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(not(all(target_arch = "x86_64", not(miri))))]
 #[inline(always)]
 fn client_request(default: usize, _request: usize, _arg1: usize, _arg2: usize) -> usize {
     default

@@ -336,10 +336,11 @@ pub fn decode_type2_implicit(
     // Check the real padding.
     let (mut good, msg_index) = scan_type2(em);
     good &= ct::ge(out.len(), k - msg_index);
-    let msg_index = ct::select(good, msg_index, synth_index);
+    // Declassified: k - msg_index is the length handed back to the caller, so it is public,
+    // and it reveals nothing about `good` (the synthetic length is pseudo-random, derived
+    // from the key and the ciphertext). Both buffers are read on every step.
+    let msg_index = crate::ffi::memcheck::public_usize(ct::select(good, msg_index, synth_index));
 
-    // From here on msg_index reveals nothing about `good`: both candidates are
-    // pseudo-random-looking lengths. Read both buffers on every step.
     let mut written = 0usize;
     for (o, i) in out.iter_mut().zip(msg_index..k) {
         *o = ct::select_u8(good, em[i], synthetic[i]);

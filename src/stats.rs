@@ -565,6 +565,17 @@ pub fn scan(root: &std::path::Path, remove_stale: bool) -> Scan {
     let size = core::mem::size_of::<Page>();
     for dir_name in files::list(root_fd.as_fd()) {
         let Some(uid) = files::parse_decimal(dir_name.to_bytes()) else {
+            // A page of a kae from before the per-user directories, at the root itself: never
+            // read; removed once its process is gone.
+            let legacy_pid = dir_name
+                .to_bytes()
+                .strip_prefix(files::FILE_PREFIX.as_bytes())
+                .and_then(files::parse_decimal);
+            if let Some(pid) = legacy_pid.filter(|_| remove_stale) {
+                if start_ticks_of(pid).is_none() {
+                    files::unlink(root_fd.as_fd(), &dir_name);
+                }
+            }
             continue;
         };
         let dir = match files::open_user_dir(root_fd.as_fd(), uid, false) {
@@ -761,6 +772,12 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         symlink("/dev/zero", d.join("kae-stats.3")).unwrap();
         std::fs::write(d.join("kae-stats.4"), [0u8; 10]).unwrap();
+        // Pages at the root itself (kae before per-user directories) are never shown; the one
+        // of a dead process is removed.
+        let legacy_dead = root.join(format!("kae-stats.{dead}"));
+        let legacy_live = root.join(format!("kae-stats.{pid}"));
+        std::fs::write(&legacy_dead, page_bytes(MAGIC, dead, 0, 1)).unwrap();
+        std::fs::write(&legacy_live, page_bytes(MAGIC, pid, 0, 1)).unwrap();
         // A directory named for a uid that does not own it.
         let other = me.wrapping_add(777);
         std::fs::create_dir(root.join(other.to_string())).unwrap();
@@ -788,13 +805,21 @@ mod tests {
             s.problems
         );
         assert!(
-            stale.exists() && moved.exists(),
+            stale.exists() && moved.exists() && legacy_dead.exists(),
             "kept without remove_stale"
         );
         let s = run(true);
         assert_eq!(s.pages.len(), 1);
         assert!(!stale.exists(), "stale page removed");
         assert!(!moved.exists(), "moved-away page removed");
+        assert!(
+            !legacy_dead.exists(),
+            "old-layout page of a dead process removed"
+        );
+        assert!(
+            legacy_live.exists(),
+            "old-layout page of a live process kept"
+        );
         for n in 2..=4 {
             assert!(
                 d.join(format!("kae-stats.{n}")).symlink_metadata().is_ok(),

@@ -132,7 +132,10 @@ def main():
                 name = f["fn"]
                 if not name:  # a static function: name it after its nearest named caller
                     caller = next((g["fn"] for g in fs[i + 1:] if g["fn"] and "libcrypto" in g["obj"]), None)
-                    name = f"(static, in {caller})" if caller else f"(stack lost at {offset(f)})"
+                    if caller:
+                        name = f"(static, in {caller})"
+                    else:
+                        name = f"({'stack lost' if lost else 'unnamed'} at {offset(f)})"
                 place = name
                 if lost:
                     cls = "lost"

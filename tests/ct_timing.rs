@@ -18,8 +18,10 @@
 //! read warm memory at the same address.
 //!
 //! Short mode (`cargo test --release --test ct_timing`): 2·10^5 measurements per decoder,
-//! fails when max |t| ≥ 4.5. Long mode: `scripts/timing.sh [N]` runs the ignored
-//! `timing_long` test with `KAE_TIMING_N` measurements per decoder (default 10^6).
+//! fails when max |t| ≥ 4.5 in two runs in a row. `timing_detects_a_leak` is the positive
+//! control: the same harness on the variable-time `unpad_type1` must find its leak. Long
+//! mode: `scripts/timing.sh [N]` runs the ignored `timing_long` test with `KAE_TIMING_N`
+//! measurements per decoder (default 10^6).
 
 mod dudect;
 
@@ -320,20 +322,46 @@ fn show(name: &str, r: &Report) {
     );
 }
 
-/// Runs `case` and fails when max |t| reaches the threshold.
+/// Runs `case` and fails when max |t| reaches the threshold in two independent runs: a
+/// leak shows in every run, while on a loaded machine a single run of a constant-time
+/// decoder can reach 4.5 by chance (A/A controls here gave up to 3.2).
 fn bounded(name: &str, n: usize, case: fn(usize) -> Report) {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let r = case(n);
-    show(name, &r);
-    assert!(
-        r.n[0] as usize + r.n[1] as usize == n,
-        "{name}: measurement count"
-    );
-    assert!(
-        r.max_t < T_THRESHOLD,
-        "{name}: timing depends on the padding: max |t| = {:.2} ≥ {T_THRESHOLD} ({r:?})",
-        r.max_t
-    );
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let r = case(n);
+        show(name, &r);
+        assert!(
+            r.n[0] as usize + r.n[1] as usize == n,
+            "{name}: measurement count"
+        );
+        if r.max_t < T_THRESHOLD {
+            return;
+        }
+        seen.push(r);
+    }
+    panic!("{name}: timing depends on the padding: max |t| ≥ {T_THRESHOLD} in two runs: {seen:?}");
+}
+
+/// Positive control: the block-type-1 parser for public blocks stops at the first bad
+/// byte, so a bad header is much faster than a valid block; the harness must see it.
+#[test]
+fn timing_detects_a_leak() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut valid = vec![0u8; K];
+    pkcs1::encode_type1(&random(32), &mut valid).unwrap();
+    let pool: Vec<Vec<u8>> = (0..POOL)
+        .map(|i| {
+            let mut em = valid.clone();
+            em[i % 2] ^= 0x40; // wrong first or second byte
+            em
+        })
+        .collect();
+    let r = measure(20_000, &valid, &pool, |em| {
+        let _ = black_box(pkcs1::unpad_type1(em));
+    });
+    show("control", &r);
+    assert!(r.max_t > 10.0, "the harness missed a known leak: {r:?}");
 }
 
 #[test]

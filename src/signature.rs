@@ -313,8 +313,8 @@ impl SigCtx {
         if self.pad == PadMode::X931 && em[k - 1] & 0x0f != 0x0c {
             // X9.31 signatures are min(s, n - s): the representative ends in 0xC either way.
             let v = BigNum::from_be_bytes(em, false)?;
-            let r = BigNum::new()?;
-            arith::sub(&r, key.n()?, &v)?;
+            let mut r = BigNum::new()?;
+            arith::sub(&mut r, key.n()?, &v)?;
             r.write_be_padded(em)?;
         }
         Ok(())
@@ -522,8 +522,8 @@ impl SigCtx {
 /// X9.31 signatures carry min(s, n − s) (public values; variable time is fine).
 fn x931_min(key: &RsaKey, sig: &mut [u8]) -> Result<(), KaeError> {
     let s = BigNum::from_be_bytes(sig, false)?;
-    let t = BigNum::new()?;
-    arith::sub(&t, key.n()?, &s)?;
+    let mut t = BigNum::new()?;
+    arith::sub(&mut t, key.n()?, &s)?;
     if s.cmp_vartime(&t) == core::cmp::Ordering::Greater {
         t.write_be_padded(sig)?;
     }

@@ -104,7 +104,7 @@ impl SigCtx {
             let min = r.min_saltlen;
             let ok = match saltlen {
                 SaltLen::Fixed(n) => n >= min,
-                SaltLen::Digest => self.md.as_ref().map_or(true, |m| m.size() >= min),
+                SaltLen::Digest => self.md.as_ref().is_none_or(|m| m.size() >= min),
                 _ => true,
             };
             if !ok {
@@ -128,11 +128,7 @@ impl SigCtx {
                     ))
                 }
                 PadMode::Pss => {}
-                _ if self
-                    .key
-                    .as_ref()
-                    .map_or(false, |k| k.kind == KeyType::RsaPss) =>
-                {
+                _ if self.key.as_ref().is_some_and(|k| k.kind == KeyType::RsaPss) => {
                     return Err(Failure::with(
                         KaeError::PssRestricted,
                         "RSA-PSS keys only sign with PSS",
@@ -142,7 +138,7 @@ impl SigCtx {
                     if self
                         .md
                         .as_ref()
-                        .map_or(false, |m| m.id().x931_hash_id().is_none()) =>
+                        .is_some_and(|m| m.id().x931_hash_id().is_none()) =>
                 {
                     return Err(Failure::with(
                         KaeError::DigestNotAllowed,
@@ -164,7 +160,7 @@ impl SigCtx {
                 let same = self
                     .md
                     .as_ref()
-                    .map_or(false, |m| DigestId::from_name(name) == Some(m.id()));
+                    .is_some_and(|m| DigestId::from_name(name) == Some(m.id()));
                 if !same {
                     return Err(Failure::with(
                         KaeError::InvalidParam,

@@ -187,7 +187,9 @@ fn op_decrypt_pkcs1(cx: &Ctx, c: &[u8], out: &mut [u8]) -> KaeResult<Option<usiz
 fn op_decrypt_pkcs1_ir(cx: &Ctx, c: &[u8], out: &mut [u8]) -> KaeResult<usize> {
     let em = decrypt_block(&cx.key, c)?;
     let d = cx.key.d.as_ref().expect("d");
-    let d_bytes = zeroize::Zeroizing::new(d.to_be_bytes()?);
+    // As asym_cipher.rs: d at the fixed length k, no length derived from its value.
+    let mut d_bytes = zeroize::Zeroizing::new(vec![0u8; cx.key.size()]);
+    d.write_be_padded(&mut d_bytes)?;
     let len = pkcs1::decode_type2_implicit_rejection(&cx.sha256, &d_bytes, c, &em, out)?;
     let len = public_usize(len);
     mark_public(&out[..len]);

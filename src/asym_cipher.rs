@@ -264,7 +264,9 @@ impl CipherCtx {
             }
             PadMode::Pkcs1 if self.implicit_rejection => {
                 let d = key.d.as_ref().ok_or(KaeError::MissingPrivateKey)?;
-                let d_bytes = Zeroizing::new(d.to_be_bytes()?);
+                // Fixed length k (d < n): no length derived from d's value.
+                let mut d_bytes = Zeroizing::new(vec![0u8; key.size()]);
+                d.write_be_padded(&mut d_bytes)?;
                 let sha256 = self.fetch("SHA256", None)?;
                 pkcs1::decode_type2_implicit_rejection(&sha256, &d_bytes, &c, &em, &mut out)?
             }

@@ -92,22 +92,22 @@ fn setup_blinding(key: &RsaKey) -> KaeResult<()> {
     let ctx = BnCtx::new()?;
     let n = key.n()?;
     let mont = &key.mont()?.n;
-    let (r, ri, a) = (BigNum::new()?, BigNum::new()?, BigNum::new()?);
+    let (mut r, mut ri, mut a) = (BigNum::new()?, BigNum::new()?, BigNum::new()?);
     loop {
-        arith::priv_rand_range(&r, n, &ctx)?;
-        if !r.is_zero() && arith::mod_inverse(&ri, &r, n, &ctx).is_ok() {
+        arith::priv_rand_range(&mut r, n, &ctx)?;
+        if !r.is_zero() && arith::mod_inverse(&mut ri, &r, n, &ctx).is_ok() {
             break;
         }
     }
-    arith::mod_exp_vartime(&a, &r, key.e()?, n, mont, &ctx)?;
-    let (a_m, ai_m) = (BigNum::new()?, BigNum::new()?);
-    arith::to_mont(&a_m, &a, mont, &ctx)?;
-    arith::to_mont(&ai_m, &ri, mont, &ctx)?;
+    arith::mod_exp_vartime(&mut a, &r, key.e()?, n, mont, &ctx)?;
+    let (mut a_m, mut ai_m) = (BigNum::new()?, BigNum::new()?);
+    arith::to_mont(&mut a_m, &a, mont, &ctx)?;
+    arith::to_mont(&mut ai_m, &ri, mont, &ctx)?;
     let k = key.size();
     let (mut ab, mut aib) = (vec![0u8; k], vec![0u8; k]);
     a_m.write_be_padded(&mut ab)?;
     ai_m.write_be_padded(&mut aib)?;
-    key.push_blinding_pair(setup_secret_bn(&ab)?, setup_secret_bn(&aib)?);
+    key.push_blinding_pair(setup_secret_bn(&ab)?, setup_secret_bn(&aib)?)?;
     Ok(())
 }
 
@@ -187,7 +187,9 @@ fn op_decrypt_pkcs1(cx: &Ctx, c: &[u8], out: &mut [u8]) -> KaeResult<Option<usiz
 fn op_decrypt_pkcs1_ir(cx: &Ctx, c: &[u8], out: &mut [u8]) -> KaeResult<usize> {
     let em = decrypt_block(&cx.key, c)?;
     let d = cx.key.d.as_ref().expect("d");
-    let d_bytes = zeroize::Zeroizing::new(d.to_be_bytes()?);
+    // As asym_cipher.rs: d at the fixed length k, no length derived from its value.
+    let mut d_bytes = zeroize::Zeroizing::new(vec![0u8; cx.key.size()]);
+    d.write_be_padded(&mut d_bytes)?;
     let len = pkcs1::decode_type2_implicit_rejection(&cx.sha256, &d_bytes, c, &em, out)?;
     let len = public_usize(len);
     mark_public(&out[..len]);

@@ -104,7 +104,7 @@ impl SigCtx {
             let min = r.min_saltlen;
             let ok = match saltlen {
                 SaltLen::Fixed(n) => n >= min,
-                SaltLen::Digest => self.md.as_ref().map_or(true, |m| m.size() >= min),
+                SaltLen::Digest => self.md.as_ref().is_none_or(|m| m.size() >= min),
                 _ => true,
             };
             if !ok {
@@ -128,11 +128,7 @@ impl SigCtx {
                     ))
                 }
                 PadMode::Pss => {}
-                _ if self
-                    .key
-                    .as_ref()
-                    .map_or(false, |k| k.kind == KeyType::RsaPss) =>
-                {
+                _ if self.key.as_ref().is_some_and(|k| k.kind == KeyType::RsaPss) => {
                     return Err(Failure::with(
                         KaeError::PssRestricted,
                         "RSA-PSS keys only sign with PSS",
@@ -142,7 +138,7 @@ impl SigCtx {
                     if self
                         .md
                         .as_ref()
-                        .map_or(false, |m| m.id().x931_hash_id().is_none()) =>
+                        .is_some_and(|m| m.id().x931_hash_id().is_none()) =>
                 {
                     return Err(Failure::with(
                         KaeError::DigestNotAllowed,
@@ -164,7 +160,7 @@ impl SigCtx {
                 let same = self
                     .md
                     .as_ref()
-                    .map_or(false, |m| DigestId::from_name(name) == Some(m.id()));
+                    .is_some_and(|m| DigestId::from_name(name) == Some(m.id()));
                 if !same {
                     return Err(Failure::with(
                         KaeError::InvalidParam,
@@ -313,8 +309,8 @@ impl SigCtx {
         if self.pad == PadMode::X931 && em[k - 1] & 0x0f != 0x0c {
             // X9.31 signatures are min(s, n - s): the representative ends in 0xC either way.
             let v = BigNum::from_be_bytes(em, false)?;
-            let r = BigNum::new()?;
-            arith::sub(&r, key.n()?, &v)?;
+            let mut r = BigNum::new()?;
+            arith::sub(&mut r, key.n()?, &v)?;
             r.write_be_padded(em)?;
         }
         Ok(())
@@ -522,8 +518,8 @@ impl SigCtx {
 /// X9.31 signatures carry min(s, n − s) (public values; variable time is fine).
 fn x931_min(key: &RsaKey, sig: &mut [u8]) -> Result<(), KaeError> {
     let s = BigNum::from_be_bytes(sig, false)?;
-    let t = BigNum::new()?;
-    arith::sub(&t, key.n()?, &s)?;
+    let mut t = BigNum::new()?;
+    arith::sub(&mut t, key.n()?, &s)?;
     if s.cmp_vartime(&t) == core::cmp::Ordering::Greater {
         t.write_be_padded(sig)?;
     }

@@ -19,8 +19,9 @@ fn cvt(r: c_int) -> KaeResult<()> {
 /// An owned `BIGNUM`, cleared on drop.
 pub struct BigNum(NonNull<BIGNUM>);
 
-// SAFETY: a BIGNUM has no thread affinity; we never mutate one that is shared (`&BigNum`
-// only gives read access to libcrypto functions that take `const BIGNUM *`).
+// SAFETY: a BIGNUM has no thread affinity. Every libcrypto call that writes a BIGNUM (an
+// arithmetic result, `BN_set_flags`, `BN_sub_word`) takes it as `&mut BigNum`, so a shared
+// `&BigNum` is only ever passed to functions that read it (`const BIGNUM *` parameters).
 unsafe impl Send for BigNum {}
 unsafe impl Sync for BigNum {}
 
@@ -35,7 +36,7 @@ impl BigNum {
     /// A big number for secret values: secure heap when available, constant-time flag set.
     pub fn new_secret() -> KaeResult<Self> {
         // SAFETY: plain allocation; NULL is handled.
-        let bn = NonNull::new(unsafe { BN_secure_new() })
+        let mut bn = NonNull::new(unsafe { BN_secure_new() })
             .map(BigNum)
             .ok_or(KaeError::OutOfMemory)?;
         bn.set_consttime();
@@ -85,7 +86,7 @@ impl BigNum {
 
     /// Copy of a borrowed BIGNUM (e.g. one read out of an OSSL_PARAM).
     pub fn dup(&self, secret: bool) -> KaeResult<Self> {
-        let out = if secret {
+        let mut out = if secret {
             Self::new_secret()?
         } else {
             Self::new()?
@@ -104,7 +105,7 @@ impl BigNum {
         self.0.as_ptr()
     }
 
-    pub fn set_consttime(&self) {
+    pub fn set_consttime(&mut self) {
         // SAFETY: valid BIGNUM; flags are a plain field update.
         unsafe { BN_set_flags(self.as_ptr(), BN_FLG_CONSTTIME) }
     }
@@ -153,6 +154,37 @@ impl BigNum {
             return Err(KaeError::BufferTooSmall);
         }
         Ok(())
+    }
+
+    /// The value as `words` little-endian limbs (`BN_bn2lebinpad`, which reads the whole
+    /// allocated limb array whatever the value; fails when the value does not fit).
+    pub fn to_limbs(&self, words: usize) -> KaeResult<crate::rsa::ct_limbs::Limbs> {
+        let mut buf = zeroize::Zeroizing::new(vec![0u8; words * 8]);
+        let len = c_int::try_from(buf.len()).map_err(|_| KaeError::InvalidLength)?;
+        // SAFETY: buf is writable for len bytes.
+        let r = unsafe { BN_bn2lebinpad(self.as_ptr(), buf.as_mut_ptr(), len) };
+        if r < 0 {
+            return Err(KaeError::BignumFailure);
+        }
+        Ok(crate::rsa::ct_limbs::from_le_bytes(&buf))
+    }
+
+    /// A number on the secure heap from little-endian limbs, with BN_FLG_CONSTTIME when
+    /// `consttime` (leave it off only for a value next raised to a public exponent).
+    /// libcrypto trims leading zero limbs (`bn_correct_top`), its one value-dependent step.
+    pub fn from_limbs(limbs: &[u64], consttime: bool) -> KaeResult<Self> {
+        let bytes = crate::rsa::ct_limbs::to_le_bytes(limbs);
+        let mut bn = Self::new_secure_unflagged()?;
+        let len = c_int::try_from(bytes.len()).map_err(|_| KaeError::InvalidLength)?;
+        // SAFETY: bytes is valid for len bytes; bn is owned.
+        let r = unsafe { BN_lebin2bn(bytes.as_ptr(), len, bn.as_ptr()) };
+        if r.is_null() {
+            return Err(KaeError::BignumFailure);
+        }
+        if consttime {
+            bn.set_consttime();
+        }
+        Ok(bn)
     }
 
     pub fn to_be_bytes(&self) -> KaeResult<Vec<u8>> {
@@ -234,7 +266,7 @@ pub mod arith {
     use super::*;
 
     pub fn mod_exp_consttime(
-        r: &BigNum,
+        r: &mut BigNum,
         a: &BigNum,
         p: &BigNum,
         m: &BigNum,
@@ -256,12 +288,12 @@ pub mod arith {
 
     #[allow(clippy::too_many_arguments)]
     pub fn mod_exp_consttime_x2(
-        r1: &BigNum,
+        r1: &mut BigNum,
         a1: &BigNum,
         p1: &BigNum,
         m1: &BigNum,
         mont1: &MontCtx,
-        r2: &BigNum,
+        r2: &mut BigNum,
         a2: &BigNum,
         p2: &BigNum,
         m2: &BigNum,
@@ -288,7 +320,7 @@ pub mod arith {
 
     /// Public-exponent exponentiation (variable time: e and the result are public).
     pub fn mod_exp_vartime(
-        r: &BigNum,
+        r: &mut BigNum,
         a: &BigNum,
         p: &BigNum,
         m: &BigNum,
@@ -309,7 +341,7 @@ pub mod arith {
     }
 
     pub fn mod_mul_mont(
-        r: &BigNum,
+        r: &mut BigNum,
         a: &BigNum,
         b: &BigNum,
         mont: &MontCtx,
@@ -327,67 +359,79 @@ pub mod arith {
         })
     }
 
-    pub fn to_mont(r: &BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn to_mont(r: &mut BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_to_montgomery(r.as_ptr(), a.as_ptr(), mont.as_ptr(), ctx.as_ptr()) })
     }
 
     /// Montgomery reduction: r = a·R^-1 mod m, for 0 ≤ a < m·R.
-    pub fn from_mont(r: &BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn from_mont(r: &mut BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_from_montgomery(r.as_ptr(), a.as_ptr(), mont.as_ptr(), ctx.as_ptr()) })
     }
 
     /// r = a − b mod m for 0 ≤ a, b < m (no division).
-    pub fn mod_sub_quick(r: &BigNum, a: &BigNum, b: &BigNum, m: &BigNum) -> KaeResult<()> {
+    pub fn mod_sub_quick(r: &mut BigNum, a: &BigNum, b: &BigNum, m: &BigNum) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_mod_sub_quick(r.as_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr()) })
     }
 
     /// r = a mod m (non-negative). With BN_FLG_CONSTTIME set on an operand, libcrypto takes
     /// its fixed-top division path.
-    pub fn nnmod(r: &BigNum, a: &BigNum, m: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn nnmod(r: &mut BigNum, a: &BigNum, m: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_nnmod(r.as_ptr(), a.as_ptr(), m.as_ptr(), ctx.as_ptr()) })
     }
 
-    pub fn mod_mul(r: &BigNum, a: &BigNum, b: &BigNum, m: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn mod_mul(
+        r: &mut BigNum,
+        a: &BigNum,
+        b: &BigNum,
+        m: &BigNum,
+        ctx: &BnCtx,
+    ) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_mod_mul(r.as_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr(), ctx.as_ptr()) })
     }
 
-    pub fn mod_sub(r: &BigNum, a: &BigNum, b: &BigNum, m: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn mod_sub(
+        r: &mut BigNum,
+        a: &BigNum,
+        b: &BigNum,
+        m: &BigNum,
+        ctx: &BnCtx,
+    ) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_mod_sub(r.as_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr(), ctx.as_ptr()) })
     }
 
-    pub fn mul(r: &BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn mul(r: &mut BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_mul(r.as_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_ptr()) })
     }
 
-    pub fn add(r: &BigNum, a: &BigNum, b: &BigNum) -> KaeResult<()> {
+    pub fn add(r: &mut BigNum, a: &BigNum, b: &BigNum) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_add(r.as_ptr(), a.as_ptr(), b.as_ptr()) })
     }
 
-    pub fn sub(r: &BigNum, a: &BigNum, b: &BigNum) -> KaeResult<()> {
+    pub fn sub(r: &mut BigNum, a: &BigNum, b: &BigNum) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_sub(r.as_ptr(), a.as_ptr(), b.as_ptr()) })
     }
 
-    pub fn sub_word(a: &BigNum, w: u64) -> KaeResult<()> {
+    pub fn sub_word(a: &mut BigNum, w: u64) -> KaeResult<()> {
         // SAFETY: valid pointer.
         cvt(unsafe { BN_sub_word(a.as_ptr(), w) })
     }
 
-    pub fn gcd(r: &BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn gcd(r: &mut BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_gcd(r.as_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_ptr()) })
     }
 
     /// r = a / b (quotient only).
-    pub fn div(r: &BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn div(r: &mut BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid; a NULL remainder is allowed.
         cvt(unsafe {
             BN_div(
@@ -401,7 +445,7 @@ pub mod arith {
     }
 
     /// Modular inverse; constant time when a or n carries BN_FLG_CONSTTIME.
-    pub fn mod_inverse(r: &BigNum, a: &BigNum, n: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn mod_inverse(r: &mut BigNum, a: &BigNum, n: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid; returns r or NULL.
         let p = unsafe { BN_mod_inverse(r.as_ptr(), a.as_ptr(), n.as_ptr(), ctx.as_ptr()) };
         if p.is_null() {
@@ -412,13 +456,13 @@ pub mod arith {
     }
 
     /// Uniform random r in [0, range) from the private DRBG.
-    pub fn priv_rand_range(r: &BigNum, range: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn priv_rand_range(r: &mut BigNum, range: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: all pointers valid.
         cvt(unsafe { BN_priv_rand_range_ex(r.as_ptr(), range.as_ptr(), 0, ctx.as_ptr()) })
             .map_err(|_| KaeError::RandomFailure)
     }
 
-    pub fn generate_prime(r: &BigNum, bits: usize, ctx: &BnCtx) -> KaeResult<()> {
+    pub fn generate_prime(r: &mut BigNum, bits: usize, ctx: &BnCtx) -> KaeResult<()> {
         // SAFETY: valid pointers; no callback, no add/rem constraints.
         cvt(unsafe {
             BN_generate_prime_ex2(

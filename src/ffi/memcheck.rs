@@ -93,6 +93,30 @@ pub fn mark_public(buf: &[u8]) {
     client_request(0, MAKE_MEM_DEFINED, buf.as_ptr() as usize, buf.len());
 }
 
+/// Marks the limbs in `buf` as secret (memcheck: undefined), like [`mark_secret`].
+#[doc(hidden)]
+#[inline(never)]
+pub fn mark_secret_words(buf: &[u64]) {
+    client_request(
+        0,
+        MAKE_MEM_UNDEFINED,
+        buf.as_ptr() as usize,
+        core::mem::size_of_val(buf),
+    );
+}
+
+/// Marks the limbs in `buf` as public (memcheck: defined), like [`mark_public`].
+#[doc(hidden)]
+#[inline(never)]
+pub fn mark_public_words(buf: &[u64]) {
+    client_request(
+        0,
+        MAKE_MEM_DEFINED,
+        buf.as_ptr() as usize,
+        core::mem::size_of_val(buf),
+    );
+}
+
 /// Returns `x` marked public: for a secret-derived word that is allowed to become public
 /// (declassification). The value itself is unchanged.
 #[doc(hidden)]

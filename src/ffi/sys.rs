@@ -268,6 +268,8 @@ extern "C" {
     pub fn BN_set_word(a: *mut BIGNUM, w: BN_ULONG) -> c_int;
     pub fn BN_bin2bn(s: *const c_uchar, len: c_int, ret: *mut BIGNUM) -> *mut BIGNUM;
     pub fn BN_bn2binpad(a: *const BIGNUM, to: *mut c_uchar, tolen: c_int) -> c_int;
+    pub fn BN_lebin2bn(s: *const c_uchar, len: c_int, ret: *mut BIGNUM) -> *mut BIGNUM;
+    pub fn BN_bn2lebinpad(a: *const BIGNUM, to: *mut c_uchar, tolen: c_int) -> c_int;
     pub fn BN_add(r: *mut BIGNUM, a: *const BIGNUM, b: *const BIGNUM) -> c_int;
     pub fn BN_sub(r: *mut BIGNUM, a: *const BIGNUM, b: *const BIGNUM) -> c_int;
     pub fn BN_sub_word(a: *mut BIGNUM, w: BN_ULONG) -> c_int;

@@ -3,8 +3,10 @@
 
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::bn::{arith, BigNum, BnCtx, MontCtx};
+use crate::rsa::ct_limbs::{Limbs, Modulus};
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::DigestId;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Smallest modulus accepted for any operation (OpenSSL's RSA_MIN_MODULUS_BITS).
@@ -54,25 +56,39 @@ impl PssRestrictions {
     }
 }
 
-/// Precomputed Montgomery contexts for the modulus and (when present) the two primes.
+/// Precomputed Montgomery contexts for the modulus and (when present) the two primes:
+/// libcrypto's (for its exponentiations) and kae's constant-time limb form (`ct_limbs`, for
+/// blinding, reductions and the CRT recombination).
 pub struct MontCache {
     pub n: MontCtx,
+    pub ln: Modulus,
     pub crt: Option<CrtCache>,
 }
 
-/// Per-prime Montgomery contexts and qInv in Montgomery form (qInv·R mod p), so the CRT
-/// recombination needs no division.
+/// Per-prime contexts and qInv in Montgomery form (qInv·R mod p, as limbs).
 pub struct CrtCache {
     pub p: MontCtx,
     pub q: MontCtx,
-    pub qinv_mont: BigNum,
+    pub lp: Modulus,
+    pub lq: Modulus,
+    pub qinv_mont: Limbs,
+    /// p and q have the same bit length (libcrypto's two-at-once exponentiation applies).
+    pub same_bits: bool,
 }
 
-/// A blinding pair kept in Montgomery form: `a = r^e · R`, `ai = r^-1 · R` (mod n).
+/// A blinding pair kept in Montgomery form as limbs of n's width: `a = r^e · R`,
+/// `ai = r^-1 · R` (mod n). `pid` is the process that made it: a forked child must not
+/// replay its parent's sequence of r.
 pub struct Blinding {
-    pub a: BigNum,
-    pub ai: BigNum,
+    pub a: Limbs,
+    pub ai: Limbs,
     pub uses: u32,
+    pub pid: u32,
+}
+
+/// Limb count of a number whose size is public (a modulus, a prime's width).
+pub(crate) fn words_of(bn: &BigNum) -> usize {
+    crate::rsa::ct_limbs::declassify_usize(bn.num_bits()).div_ceil(64)
 }
 
 pub struct RsaKey {
@@ -90,6 +106,8 @@ pub struct RsaKey {
     pub pss: Option<PssRestrictions>,
     mont: OnceLock<Result<MontCache, KaeError>>,
     pub(crate) blindings: Mutex<Vec<Blinding>>,
+    /// Blinding pairs made for this key so far (test observable).
+    pub(crate) blindings_made: AtomicU32,
 }
 
 impl RsaKey {
@@ -105,6 +123,7 @@ impl RsaKey {
             pss: None,
             mont: OnceLock::new(),
             blindings: Mutex::new(Vec::new()),
+            blindings_made: AtomicU32::new(0),
         }
     }
 
@@ -150,29 +169,66 @@ impl RsaKey {
     pub fn mont(&self) -> KaeResult<&MontCache> {
         let r = self.mont.get_or_init(|| {
             let ctx = BnCtx::new()?;
-            let n = MontCtx::new(self.n()?, &ctx)?;
+            let n_bn = self.n()?;
+            // libcrypto's context first: it refuses even moduli, which the limb form needs.
+            let n = MontCtx::new(n_bn, &ctx)?;
+            let ln = Modulus::new(n_bn.to_limbs(words_of(n_bn))?);
             let crt = if self.has_crt() {
-                let p = MontCtx::new(&self.primes[0], &ctx)?;
-                let q = MontCtx::new(&self.primes[1], &ctx)?;
-                let qinv_mont = BigNum::new_secret()?;
-                arith::to_mont(&qinv_mont, &self.coeffs[0], &p, &ctx)?;
-                Some(CrtCache { p, q, qinv_mont })
+                let (pb, qb) = (&self.primes[0], &self.primes[1]);
+                let p = MontCtx::new(pb, &ctx)?;
+                let q = MontCtx::new(qb, &ctx)?;
+                let lp = Modulus::new(pb.to_limbs(words_of(pb))?);
+                let lq = Modulus::new(qb.to_limbs(words_of(qb))?);
+                // qInv may come unreduced from an import: reduce it, then to Montgomery form.
+                let qinv = &self.coeffs[0];
+                // A valid qInv (< p) fits in p's width; a wider imported one takes its own.
+                let qinv_l = match qinv.to_limbs(lp.width()) {
+                    Ok(l) => l,
+                    Err(_) => qinv.to_limbs(words_of(qinv))?,
+                };
+                let qinv_mont = lp.to_mont(&lp.reduce(&qinv_l));
+                let same_bits = crate::rsa::ct_limbs::declassify_usize(pb.num_bits())
+                    == crate::rsa::ct_limbs::declassify_usize(qb.num_bits());
+                Some(CrtCache {
+                    p,
+                    q,
+                    lp,
+                    lq,
+                    qinv_mont,
+                    same_bits,
+                })
             } else {
                 None
             };
-            Ok(MontCache { n, crt })
+            Ok(MontCache { n, ln, crt })
         });
         r.as_ref().map_err(|e| *e)
     }
 
     /// Test hook for the secret-taint check (`examples/ctgrind.rs`): adds a blinding pair
     /// `a = r^e·R`, `ai = r^-1·R` (mod n, Montgomery form) that the next private operation
-    /// takes, so the check can hand it pairs whose bytes it has marked secret.
+    /// takes, so the check can hand it pairs whose bytes it has marked secret. The pair is
+    /// kept as limbs of n's width (the taint follows the bytes through `BN_bn2lebinpad`).
     #[doc(hidden)]
-    pub fn push_blinding_pair(&self, a: BigNum, ai: BigNum) {
+    pub fn push_blinding_pair(&self, a: BigNum, ai: BigNum) -> KaeResult<()> {
+        let w = self.mont()?.ln.width();
+        let pair = Blinding {
+            a: a.to_limbs(w)?,
+            ai: ai.to_limbs(w)?,
+            uses: 0,
+            pid: std::process::id(),
+        };
         if let Ok(mut v) = self.blindings.lock() {
-            v.push(Blinding { a, ai, uses: 0 });
+            v.push(pair);
         }
+        Ok(())
+    }
+
+    /// Blinding pairs made for this key so far (each private operation takes a pooled pair
+    /// of this process or makes one). For tests.
+    #[doc(hidden)]
+    pub fn blinding_pairs_made(&self) -> u32 {
+        self.blindings_made.load(Ordering::Relaxed)
     }
 
     /// Copy of the selected parts (for keymgmt dup).
@@ -270,22 +326,22 @@ impl RsaKey {
         let n = self.n()?;
         let e = self.e()?;
         let (p, q) = (&self.primes[0], &self.primes[1]);
-        let t = BigNum::new_secret()?;
-        arith::mul(&t, p, q, &ctx)?;
+        let mut t = BigNum::new_secret()?;
+        arith::mul(&mut t, p, q, &ctx)?;
         if t.cmp_vartime(n) != core::cmp::Ordering::Equal {
             return Err(KaeError::InconsistentKey);
         }
         if !arith::is_prime(p, &ctx)? || !arith::is_prime(q, &ctx)? {
             return Err(KaeError::InconsistentKey);
         }
-        let p1 = p.dup(true)?;
-        arith::sub_word(&p1, 1)?;
-        let q1 = q.dup(true)?;
-        arith::sub_word(&q1, 1)?;
+        let mut p1 = p.dup(true)?;
+        arith::sub_word(&mut p1, 1)?;
+        let mut q1 = q.dup(true)?;
+        arith::sub_word(&mut q1, 1)?;
         if let Some(d) = &self.d {
             // d·e mod (p-1) == 1 and mod (q-1) == 1  ⇔  d·e ≡ 1 (mod λ(n)).
             for m in [&p1, &q1] {
-                arith::mod_mul(&t, d, e, m, &ctx)?;
+                arith::mod_mul(&mut t, d, e, m, &ctx)?;
                 if !t.is_one() {
                     return Err(KaeError::InconsistentKey);
                 }
@@ -294,12 +350,12 @@ impl RsaKey {
         if self.exps.len() == 2 && self.coeffs.len() == 1 {
             // dp·e ≡ 1 (mod p-1), dq·e ≡ 1 (mod q-1), qinv·q ≡ 1 (mod p).
             for (dx, m) in [(&self.exps[0], &p1), (&self.exps[1], &q1)] {
-                arith::mod_mul(&t, dx, e, m, &ctx)?;
+                arith::mod_mul(&mut t, dx, e, m, &ctx)?;
                 if !t.is_one() {
                     return Err(KaeError::InconsistentKey);
                 }
             }
-            arith::mod_mul(&t, &self.coeffs[0], q, p, &ctx)?;
+            arith::mod_mul(&mut t, &self.coeffs[0], q, p, &ctx)?;
             if !t.is_one() {
                 return Err(KaeError::InconsistentKey);
             }

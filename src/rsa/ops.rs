@@ -8,8 +8,8 @@
 //! 4. unblind.
 
 use crate::error::{KaeError, KaeResult};
-use crate::ffi::bn::MontCtx;
 use crate::ffi::bn::{arith, BigNum, BnCtx};
+use crate::rsa::ct_limbs::{self, Limbs};
 use crate::rsa::key::{Blinding, CrtCache, RsaKey};
 
 /// A blinding pair is refreshed (new r) after this many uses; in between it is updated by
@@ -40,51 +40,52 @@ pub fn public_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     let x = input_below_modulus(key, input, false)?;
     let ctx = BnCtx::new_public()?;
     let mont = key.mont()?;
-    let r = BigNum::new()?;
-    arith::mod_exp_vartime(&r, &x, key.e()?, key.n()?, &mont.n, &ctx)?;
+    let mut r = BigNum::new()?;
+    arith::mod_exp_vartime(&mut r, &x, key.e()?, key.n()?, &mont.n, &ctx)?;
     r.write_be_padded(out)
 }
 
 fn new_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
     let n = key.n()?;
-    let mont = &key.mont()?.n;
-    let r = BigNum::new_secret()?;
-    let ri = BigNum::new_secret()?;
-    // r uniform in [1, n): retry the (negligible) zero case and non-invertible r.
+    let mont = key.mont()?;
+    let mut r = BigNum::new_secret()?;
+    let mut ri = BigNum::new_secret()?;
+    // r uniform in [1, n) and invertible: retry the (negligible) zero or non-invertible r,
+    // which BN_mod_inverse refuses (no test of r's value in kae's code).
     loop {
-        arith::priv_rand_range(&r, n, ctx)?;
-        if r.is_zero() {
-            continue;
-        }
-        if arith::mod_inverse(&ri, &r, n, ctx).is_ok() {
+        arith::priv_rand_range(&mut r, n, ctx)?;
+        if arith::mod_inverse(&mut ri, &r, n, ctx).is_ok() {
             break;
         }
     }
-    let a = BigNum::new_secret()?;
-    arith::mod_exp_vartime(&a, &r, key.e()?, n, mont, ctx)?; // r^e: r is random, e public
-    let a_m = BigNum::new_secret()?;
-    let ai_m = BigNum::new_secret()?;
-    arith::to_mont(&a_m, &a, mont, ctx)?;
-    arith::to_mont(&ai_m, &ri, mont, ctx)?;
+    let mut a = BigNum::new_secure_unflagged()?;
+    arith::mod_exp_vartime(&mut a, &r, key.e()?, n, &mont.n, ctx)?; // r^e: e public
+    let w = mont.ln.width();
+    key.blindings_made
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Ok(Blinding {
-        a: a_m,
-        ai: ai_m,
+        a: mont.ln.to_mont(&a.to_limbs(w)?),
+        ai: mont.ln.to_mont(&ri.to_limbs(w)?),
         uses: 0,
+        pid: std::process::id(),
     })
 }
 
+/// A pooled pair of this process, updated by squaring, or a new one. Pairs made by another
+/// process (the parent of a fork) are dropped: reusing them would give parent and child the
+/// same sequence of blinding factors.
 fn take_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
-    let pooled = key.blindings.lock().ok().and_then(|mut v| v.pop());
+    let pid = std::process::id();
+    let pooled = key.blindings.lock().ok().and_then(|mut v| {
+        v.retain(|b| b.pid == pid);
+        v.pop()
+    });
     match pooled {
         Some(mut b) if b.uses < BLINDING_MAX_USES => {
             // (r^e)^2 = (r^2)^e and (r^-1)^2 = (r^2)^-1: still a matching pair.
-            let mont = &key.mont()?.n;
-            let a2 = BigNum::new_secret()?;
-            let ai2 = BigNum::new_secret()?;
-            arith::mod_mul_mont(&a2, &b.a, &b.a, mont, ctx)?;
-            arith::mod_mul_mont(&ai2, &b.ai, &b.ai, mont, ctx)?;
-            b.a = a2;
-            b.ai = ai2;
+            let ln = &key.mont()?.ln;
+            b.a = ln.mont_mul(&b.a, &b.a);
+            b.ai = ln.mont_mul(&b.ai, &b.ai);
             b.uses += 1;
             Ok(b)
         }
@@ -100,8 +101,34 @@ fn return_blinding(key: &RsaKey, b: Blinding) {
     }
 }
 
+/// y = x^d mod n without CRT (libcrypto's constant-time exponentiation).
+fn exp_with_d(key: &RsaKey, x: &[u64], ctx: &BnCtx) -> KaeResult<Limbs> {
+    let mont = key.mont()?;
+    let d = key.d.as_ref().ok_or(KaeError::MissingPrivateKey)?;
+    let xb = BigNum::from_limbs(x, true)?;
+    let mut y = BigNum::new_secret()?;
+    arith::mod_exp_consttime(&mut y, &xb, d, key.n()?, &mont.n, ctx)?;
+    y.to_limbs(mont.ln.width())
+}
+
+/// The fault check: 1 when y^e ≡ x (mod n), 0 otherwise, compared in constant time.
+/// y^e is computed with libcrypto's variable-time exponentiation (e is public; y is the
+/// blinded result, so its timing says nothing about the unblinded one).
+fn verify_limbs(key: &RsaKey, y: &[u64], x: &[u64], ctx: &BnCtx) -> KaeResult<u64> {
+    let mont = key.mont()?;
+    let yb = BigNum::from_limbs(y, false)?;
+    let mut check = BigNum::new_secure_unflagged()?;
+    arith::mod_exp_vartime(&mut check, &yb, key.e()?, key.n()?, &mont.n, ctx)?;
+    Ok(ct_limbs::eq(&check.to_limbs(mont.ln.width())?, x))
+}
+
 /// RSADP / RSASP1 with blinding, CRT and the fault check. `out.len()` must be the modulus
 /// size; `input` must be below n (checked).
+///
+/// After blinding, every step in kae's code is constant time (`ct_limbs`: no branch, index
+/// or length depends on a secret); the exponentiations are libcrypto's constant-time ones.
+/// The only secret-derived value that drives a branch is the (declassified) outcome of the
+/// fault check.
 pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     if !key.has_private() {
         return Err(KaeError::MissingPrivateKey);
@@ -110,97 +137,101 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     if out.len() != key.size() {
         return Err(KaeError::BufferTooSmall);
     }
-    let n = key.n()?;
-    let e = key.e()?;
     let ctx = BnCtx::new()?;
     let mont = key.mont()?;
-    let x = input_below_modulus(key, input, true)?;
+    let ln = &mont.ln;
+    let x = input_below_modulus(key, input, true)?.to_limbs(ln.width())?;
 
-    // 1. Blind: xb = x · r^e mod n.
+    // 1. Blind: xb = x · r^e mod n (a = r^e·R in Montgomery form).
     let blinding = take_blinding(key, &ctx)?;
-    let xb = BigNum::new_secret()?;
-    arith::mod_mul_mont(&xb, &x, &blinding.a, &mont.n, &ctx)?;
+    let xb = ln.mont_mul(&x, &blinding.a);
 
-    // 2. Exponentiate (into an unflagged number: see the fault check).
-    let y = BigNum::new_secure_unflagged()?;
-    let used_crt = if let Some(crt) = &mont.crt {
-        crt_exp(key, &xb, &y, crt, &ctx)?;
-        true
-    } else {
-        let d = key.d.as_ref().ok_or(KaeError::MissingPrivateKey)?;
-        arith::mod_exp_consttime(&y, &xb, d, n, &mont.n, &ctx)?;
-        false
+    // 2. Exponentiate.
+    let used_crt = mont.crt.is_some();
+    let mut y = match &mont.crt {
+        Some(crt) => crt_exp(key, &xb, crt, &ctx)?,
+        None => exp_with_d(key, &xb, &ctx)?,
     };
 
-    // 3. Fault check: y^e must give back the blinded input.
-    let check = BigNum::new()?;
-    arith::mod_exp_vartime(&check, &y, e, n, &mont.n, &ctx)?;
-    if !arith::eq_consttime(&check, &xb, key.size())? {
+    // 3. Fault check: y^e must give back the blinded input. Whether it did is public
+    //    (declassified): a fault is counted and logged.
+    if ct_limbs::declassify_u64(verify_limbs(key, &y, &xb, &ctx)?) != 1 {
         crate::stats::note_crt_fault();
-        log::warn!(
-            "kae: RSA {} result failed verification; recomputing without CRT",
-            if used_crt { "CRT" } else { "plain" }
+        crate::logging::warn_rate_limited(
+            "crt-fault",
+            format_args!(
+                "kae: RSA {} result failed verification; recomputing without CRT",
+                if used_crt { "CRT" } else { "plain" }
+            ),
         );
-        let d = key.d.as_ref().ok_or(KaeError::FaultDetected)?;
-        arith::mod_exp_consttime(&y, &xb, d, n, &mont.n, &ctx)?;
-        arith::mod_exp_vartime(&check, &y, e, n, &mont.n, &ctx)?;
-        if !arith::eq_consttime(&check, &xb, key.size())? {
+        y = exp_with_d(key, &xb, &ctx)?;
+        if ct_limbs::declassify_u64(verify_limbs(key, &y, &xb, &ctx)?) != 1 {
             return Err(KaeError::FaultDetected);
         }
     }
 
-    // 4. Unblind: y · r^-1 mod n.
-    let out_bn = BigNum::new_secret()?;
-    arith::mod_mul_mont(&out_bn, &y, &blinding.ai, &mont.n, &ctx)?;
+    // 4. Unblind (y · r^-1 mod n) and copy out: fixed length, straight from the limbs.
+    let m = ln.mont_mul(&y, &blinding.ai);
     return_blinding(key, blinding);
-    out_bn.write_be_padded(out)
+    ct_limbs::write_be(&m, out);
+    Ok(())
 }
 
 /// Garner's CRT recombination (RFC 8017 §5.1.2 step 2.b):
 /// m1 = c^dP mod p, m2 = c^dQ mod q, h = qInv·(m1 − m2) mod p, m = m2 + q·h.
 ///
-/// Reductions use Montgomery conversions instead of division (for primes of equal word size
-/// c < n < p·R, so a Montgomery reduction followed by a conversion back gives c mod p in
-/// constant time), as OpenSSL does.
-fn crt_exp(key: &RsaKey, c: &BigNum, m: &BigNum, crt: &CrtCache, ctx: &BnCtx) -> KaeResult<()> {
+/// Everything but the two exponentiations is done on fixed-width limbs in constant time
+/// (`ct_limbs`): c mod p and c mod q, m2 mod p (m2 may exceed p when q > p, by any width),
+/// the subtraction, the product with qInv, q·h and the final addition. Widths are the primes'
+/// limb counts. Returns m as limbs of n's width.
+fn crt_exp(key: &RsaKey, c: &[u64], crt: &CrtCache, ctx: &BnCtx) -> KaeResult<Limbs> {
     let (p, q) = (&key.primes[0], &key.primes[1]);
     let (dp, dq) = (&key.exps[0], &key.exps[1]);
-    // x mod m for x of at most `x_bits` bits (a public bound). A Montgomery reduction reads
-    // at most twice the modulus's words, so it is only right when x fits in them; keys with
-    // very unequal primes take libcrypto's constant-time division instead.
-    let reduce = |r: &BigNum, x: &BigNum, x_bits: usize, m: &BigNum, mont: &MontCtx| {
-        if x_bits.div_ceil(64) <= 2 * m.num_bits().div_ceil(64) {
-            arith::from_mont(r, x, mont, ctx)?;
-            arith::to_mont(r, r, mont, ctx)
-        } else {
-            arith::nnmod(r, x, m, ctx)
-        }
-    };
-    let n_bits = key.bits();
-    let cp = BigNum::new_secret()?;
-    let cq = BigNum::new_secret()?;
-    reduce(&cp, c, n_bits, p, &crt.p)?;
-    reduce(&cq, c, n_bits, q, &crt.q)?;
-    let m1 = BigNum::new_secret()?;
-    let m2 = BigNum::new_secret()?;
-    if p.num_bits() == q.num_bits() {
+    let (lp, lq) = (&crt.lp, &crt.lq);
+    let cp = BigNum::from_limbs(&lp.reduce(c), true)?;
+    let cq = BigNum::from_limbs(&lq.reduce(c), true)?;
+    let mut m1 = BigNum::new_secret()?;
+    let mut m2 = BigNum::new_secret()?;
+    if crt.same_bits {
         // One call for both halves: libcrypto runs them side by side (AVX-512 IFMA when the
         // CPU has it and the size is supported, two plain consttime exponentiations otherwise).
-        arith::mod_exp_consttime_x2(&m1, &cp, dp, p, &crt.p, &m2, &cq, dq, q, &crt.q, ctx)?;
+        arith::mod_exp_consttime_x2(
+            &mut m1, &cp, dp, p, &crt.p, &mut m2, &cq, dq, q, &crt.q, ctx,
+        )?;
     } else {
-        arith::mod_exp_consttime(&m1, &cp, dp, p, &crt.p, ctx)?;
-        arith::mod_exp_consttime(&m2, &cq, dq, q, &crt.q, ctx)?;
+        arith::mod_exp_consttime(&mut m1, &cp, dp, p, &crt.p, ctx)?;
+        arith::mod_exp_consttime(&mut m2, &cq, dq, q, &crt.q, ctx)?;
     }
-    // h = (m1 − (m2 mod p)) · qInv mod p; m2 < q may exceed p when q > p, so reduce it first.
-    let m2p = BigNum::new_secret()?;
-    reduce(&m2p, &m2, q.num_bits(), p, &crt.p)?;
-    let h = BigNum::new_secret()?;
-    arith::mod_sub_quick(&h, &m1, &m2p, p)?;
-    arith::mod_mul_mont(&h, &h, &crt.qinv_mont, &crt.p, ctx)?;
-    // m = m2 + q·h  (< n: h ≤ p−1, m2 ≤ q−1)
-    let qh = BigNum::new_secret()?;
-    arith::mul(&qh, &h, q, ctx)?;
-    arith::add(m, &qh, &m2)
+    let m1 = m1.to_limbs(lp.width())?;
+    let m2 = m2.to_limbs(lq.width())?;
+    Ok(recombine(
+        &m1,
+        &m2,
+        lp,
+        lq,
+        &crt.qinv_mont,
+        key.mont()?.ln.width(),
+    ))
+}
+
+/// m = m2 + q·((m1 − m2) · qInv mod p) for m1 < p, m2 < q, qinv_mont = qInv·R mod p;
+/// (public for the secret-taint test, tests/ct_taint_crt.rs)
+/// `wn` limbs (the modulus's width; the value is below n = p·q).
+#[doc(hidden)]
+pub fn recombine(
+    m1: &[u64],
+    m2: &[u64],
+    lp: &ct_limbs::Modulus,
+    lq: &ct_limbs::Modulus,
+    qinv_mont: &[u64],
+    wn: usize,
+) -> Limbs {
+    let d = lp.mod_sub(m1, &lp.reduce(m2));
+    let h = lp.mont_mul(&d, qinv_mont); // d·qInv·R·R^-1
+    let qh = ct_limbs::mul(lq.limbs(), &h);
+    let mut m: Limbs = zeroize::Zeroizing::new(vec![0u64; wn]);
+    ct_limbs::add_into(&mut m, &qh, m2);
+    m
 }
 
 /// The two-prime key with primes p, q and public exponent e: n = p·q, d = e^-1 mod λ(n),
@@ -212,27 +243,27 @@ pub(crate) fn key_from_primes(
     e_value: &BigNum,
     ctx: &BnCtx,
 ) -> KaeResult<RsaKey> {
-    let n = BigNum::new()?;
-    arith::mul(&n, &p, &q, ctx)?;
-    let p1 = p.dup(true)?;
-    arith::sub_word(&p1, 1)?;
-    let q1 = q.dup(true)?;
-    arith::sub_word(&q1, 1)?;
+    let mut n = BigNum::new()?;
+    arith::mul(&mut n, &p, &q, ctx)?;
+    let mut p1 = p.dup(true)?;
+    arith::sub_word(&mut p1, 1)?;
+    let mut q1 = q.dup(true)?;
+    arith::sub_word(&mut q1, 1)?;
     // λ(n) = (p−1)(q−1) / gcd(p−1, q−1)
-    let g = BigNum::new_secret()?;
-    arith::gcd(&g, &p1, &q1, ctx)?;
-    let prod = BigNum::new_secret()?;
-    arith::mul(&prod, &p1, &q1, ctx)?;
-    let lambda = BigNum::new_secret()?;
-    arith::div(&lambda, &prod, &g, ctx)?;
-    let d = BigNum::new_secret()?;
-    arith::mod_inverse(&d, e_value, &lambda, ctx)?;
-    let dp = BigNum::new_secret()?;
-    let dq = BigNum::new_secret()?;
-    arith::nnmod(&dp, &d, &p1, ctx)?;
-    arith::nnmod(&dq, &d, &q1, ctx)?;
-    let qinv = BigNum::new_secret()?;
-    arith::mod_inverse(&qinv, &q, &p, ctx)?;
+    let mut g = BigNum::new_secret()?;
+    arith::gcd(&mut g, &p1, &q1, ctx)?;
+    let mut prod = BigNum::new_secret()?;
+    arith::mul(&mut prod, &p1, &q1, ctx)?;
+    let mut lambda = BigNum::new_secret()?;
+    arith::div(&mut lambda, &prod, &g, ctx)?;
+    let mut d = BigNum::new_secret()?;
+    arith::mod_inverse(&mut d, e_value, &lambda, ctx)?;
+    let mut dp = BigNum::new_secret()?;
+    let mut dq = BigNum::new_secret()?;
+    arith::nnmod(&mut dp, &d, &p1, ctx)?;
+    arith::nnmod(&mut dq, &d, &q1, ctx)?;
+    let mut qinv = BigNum::new_secret()?;
+    arith::mod_inverse(&mut qinv, &q, &p, ctx)?;
     let mut key = RsaKey::empty(kind);
     key.n = Some(n);
     key.e = Some(e_value.dup(false)?);
@@ -279,30 +310,30 @@ pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> Kae
     let pbits = bits.div_ceil(2);
     let qbits = bits - pbits;
     let one_gcd = |x: &BigNum| -> KaeResult<bool> {
-        let x1 = x.dup(true)?;
-        arith::sub_word(&x1, 1)?;
-        let g = BigNum::new()?;
-        arith::gcd(&g, &x1, e_value, &ctx)?;
+        let mut x1 = x.dup(true)?;
+        arith::sub_word(&mut x1, 1)?;
+        let mut g = BigNum::new()?;
+        arith::gcd(&mut g, &x1, e_value, &ctx)?;
         Ok(g.is_one())
     };
     for _attempt in 0..64 {
-        let p = BigNum::new_secret()?;
-        let q = BigNum::new_secret()?;
+        let mut p = BigNum::new_secret()?;
+        let mut q = BigNum::new_secret()?;
         loop {
-            arith::generate_prime(&p, pbits, &ctx)?;
+            arith::generate_prime(&mut p, pbits, &ctx)?;
             if one_gcd(&p)? {
                 break;
             }
         }
         loop {
-            arith::generate_prime(&q, qbits, &ctx)?;
+            arith::generate_prime(&mut q, qbits, &ctx)?;
             if one_gcd(&q)? {
                 break;
             }
         }
         // |p − q| > 2^(bits/2 − 100) (FIPS 186-4 B.3.3 step 5.4).
-        let diff = BigNum::new_secret()?;
-        arith::sub(&diff, &p, &q)?;
+        let mut diff = BigNum::new_secret()?;
+        arith::sub(&mut diff, &p, &q)?;
         if diff.num_bits() + 100 <= bits / 2 {
             continue;
         }
@@ -358,9 +389,14 @@ mod tests {
     #[test]
     fn crt_fault_is_caught_and_recomputed_without_crt() {
         let good = key1024();
-        let bad = good.dup(true, true, true).unwrap();
+        let mut bad = good.dup(true, true, true).unwrap();
         // Corrupt dP: the CRT half mod p is now wrong, so y^e != x.
-        arith::add(&bad.exps[0], &good.exps[0], &BigNum::from_u64(2).unwrap()).unwrap();
+        arith::add(
+            &mut bad.exps[0],
+            &good.exps[0],
+            &BigNum::from_u64(2).unwrap(),
+        )
+        .unwrap();
         bad.exps[0].set_consttime();
         let m = sample(good.size(), 11);
         let mut want = vec![0u8; good.size()];
@@ -380,17 +416,17 @@ mod tests {
         );
     }
 
-    /// Primes of very different sizes (384 and 640 bits): c mod p cannot be taken with a
-    /// Montgomery reduction (n has more than twice p's words). The CRT result itself must be
-    /// right, not just repaired by the fault check.
+    /// Primes of very different sizes (384 and 640 bits): n has more than twice p's limbs and
+    /// m2 is wider than p, so both reductions mod p need more than one Montgomery step. The
+    /// CRT result itself must be right, not just repaired by the fault check.
     #[test]
     fn unbalanced_primes_use_crt_correctly() {
         let ctx = BnCtx::new().unwrap();
         let e = BigNum::from_u64(65537).unwrap();
-        let (p, q) = (BigNum::new_secret().unwrap(), BigNum::new_secret().unwrap());
+        let (mut p, mut q) = (BigNum::new_secret().unwrap(), BigNum::new_secret().unwrap());
         let key = loop {
-            arith::generate_prime(&p, 384, &ctx).unwrap();
-            arith::generate_prime(&q, 640, &ctx).unwrap();
+            arith::generate_prime(&mut p, 384, &ctx).unwrap();
+            arith::generate_prime(&mut q, 640, &ctx).unwrap();
             let (p, q) = (p.dup(true).unwrap(), q.dup(true).unwrap());
             // e must be invertible mod λ(n); retry the rare primes where it is not.
             if let Ok(k) = key_from_primes(KeyType::Rsa, p, q, &e, &ctx) {
@@ -408,11 +444,12 @@ mod tests {
             let m = sample(key.size(), seed);
             // The CRT exponentiation itself (no fault check behind it) against plain m^d.
             let c = BigNum::from_be_bytes(&m, true).unwrap();
-            let (via_crt, via_d) = (BigNum::new().unwrap(), BigNum::new().unwrap());
-            crt_exp(&key, &c, &via_crt, crt, &ctx).unwrap();
+            let wn = mont.ln.width();
+            let via_crt = crt_exp(&key, &c.to_limbs(wn).unwrap(), crt, &ctx).unwrap();
+            let mut via_d = BigNum::new().unwrap();
             let d = key.d.as_ref().unwrap();
-            arith::mod_exp_consttime(&via_d, &c, d, key.n().unwrap(), &mont.n, &ctx).unwrap();
-            assert_eq!(via_crt.to_be_bytes().unwrap(), via_d.to_be_bytes().unwrap());
+            arith::mod_exp_consttime(&mut via_d, &c, d, key.n().unwrap(), &mont.n, &ctx).unwrap();
+            assert_eq!(*via_crt, *via_d.to_limbs(wn).unwrap());
             let (mut a, mut b, mut back) = (
                 vec![0u8; key.size()],
                 vec![0u8; key.size()],
@@ -426,12 +463,97 @@ mod tests {
         }
     }
 
+    /// Garner's recombination on limbs against num-bigint: prime-size orders both ways,
+    /// unequal widths, and the edges m1 = m2 mod p (h = 0), m1 < m2 mod p, m = 0, m = pq − 1.
+    #[test]
+    fn recombine_matches_the_oracle() {
+        use crate::rsa::ct_limbs::{from_le_bytes, Modulus};
+        use num_bigint::BigUint;
+        let limbs = |x: &BigUint, w: usize| {
+            let mut b = x.to_bytes_le();
+            b.resize(8 * w, 0);
+            from_le_bytes(&b)
+        };
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let odd = |next: &mut dyn FnMut() -> u64, w: usize, top: u64| {
+            let mut v: Vec<u64> = (0..w).map(|_| next()).collect();
+            v[w - 1] = (v[w - 1] >> 2) | top;
+            v[0] |= 1;
+            BigUint::from_bytes_le(&v.iter().flat_map(|l| l.to_le_bytes()).collect::<Vec<_>>())
+        };
+        let mut checked = 0;
+        // (p limbs, q limbs): equal, p > q, p < q, very unequal both ways
+        for (wp, wq, ptop, qtop) in [
+            (2, 2, 1 << 63, 1 << 62),
+            (2, 2, 1 << 62, 1 << 63),
+            (3, 2, 1 << 63, 1 << 63),
+            (2, 3, 1 << 63, 1 << 63),
+            (1, 4, 1 << 63, 1 << 63),
+            (4, 1, 1 << 63, 1 << 63),
+        ] {
+            let p = odd(&mut next, wp, ptop);
+            // any odd q coprime to p will do (primality plays no part in the recombination)
+            let (q, qinv) = loop {
+                let q = odd(&mut next, wq, qtop);
+                if let Some(qinv) = q.modinv(&p) {
+                    break (q, qinv);
+                }
+            };
+            let n = &p * &q;
+            let wn = (n.bits() as usize).div_ceil(64);
+            let (lp, lq) = (Modulus::new(limbs(&p, wp)), Modulus::new(limbs(&q, wq)));
+            let qinv_mont = lp.to_mont(&limbs(&qinv, wp));
+            let small = std::cmp::min(&p, &q) - 1u8;
+            let mut cases = vec![
+                BigUint::from(0u8),
+                &n - 1u8,
+                small.clone(), // m1 = m2 (h = 0)
+                &p + 1u8,      // m1 = 1, m2 = p+1 mod q
+                &q + 5u8,      // m2 = 5
+            ];
+            for _ in 0..40 {
+                let r: Vec<u64> = (0..wn + 1).map(|_| next()).collect();
+                let r = BigUint::from_bytes_le(
+                    &r.iter().flat_map(|l| l.to_le_bytes()).collect::<Vec<_>>(),
+                );
+                cases.push(r % &n);
+            }
+            let mut below = 0;
+            for m in cases {
+                let m = m % &n;
+                let (m1, m2) = (&m % &p, &m % &q);
+                if m1 < (&m2 % &p) {
+                    below += 1;
+                }
+                let got = recombine(&limbs(&m1, wp), &limbs(&m2, wq), &lp, &lq, &qinv_mont, wn);
+                let got = BigUint::from_bytes_le(
+                    &got.iter().flat_map(|l| l.to_le_bytes()).collect::<Vec<_>>(),
+                );
+                assert_eq!(got, m, "p {wp} limbs, q {wq} limbs");
+                checked += 1;
+            }
+            assert!(below > 0, "some cases must have m1 < m2 mod p");
+        }
+        assert_eq!(checked, 6 * 45);
+    }
+
     #[test]
     fn key_without_d_refuses_private_operations() {
         let good = key1024();
         let mut bad = good.dup(true, true, true).unwrap();
         bad.d = None;
-        arith::add(&bad.exps[1], &good.exps[1], &BigNum::from_u64(2).unwrap()).unwrap();
+        arith::add(
+            &mut bad.exps[1],
+            &good.exps[1],
+            &BigNum::from_u64(2).unwrap(),
+        )
+        .unwrap();
         let m = sample(good.size(), 13);
         let mut out = vec![0u8; good.size()];
         assert_eq!(
@@ -492,7 +614,8 @@ mod tests {
                 1,
                 "operation {i}: the pair was not returned to the pool"
             );
-            let (a, ai) = (big(&pool[0].a), big(&pool[0].ai));
+            let limbs = |l: &[u64]| BigUint::from_bytes_le(&ct_limbs::to_le_bytes(l));
+            let (a, ai) = (limbs(&pool[0].a), limbs(&pool[0].ai));
             let plain_a = &a * &radix_inv % &n;
             let plain_ai = &ai * &radix_inv % &n;
             assert_eq!(

@@ -1,0 +1,400 @@
+//! Constant-time modular arithmetic on fixed-width little-endian `u64` limb arrays, in safe
+//! Rust, for the parts of the RSA private path that libcrypto 3.0's public API cannot do in
+//! constant time (its fixed-top helpers are internal symbols): blinding, the reductions of the
+//! input modulo the primes, the CRT recombination and the final copy of the result.
+//!
+//! Rules followed by every function here, so that a secret-taint check (valgrind memcheck
+//! with the secrets marked undefined) finds no secret-dependent branch, memory index or
+//! length: widths (limb counts) are public; loop bounds and indices depend only on widths;
+//! carries, borrows and comparisons become 0/all-ones masks that select with `&`/`|`; no
+//! `if`, `match`, early return or slice index is driven by a limb value. Masks pass through
+//! `core::hint::black_box`, so the optimizer cannot turn a masked select back into a branch.
+//!
+//! Results are always fully reduced (`< m`), so widths never shrink with the value.
+
+use zeroize::Zeroizing;
+
+/// A value derived from secrets that is public by design (a prime's width, whether the fault
+/// check passed): marked defined for the secret-taint check, then returned. Only the
+/// declassified value may drive a branch.
+pub fn declassify_usize(x: usize) -> usize {
+    crate::ffi::memcheck::public_usize(x)
+}
+
+/// See [`declassify_usize`].
+pub fn declassify_u64(x: u64) -> u64 {
+    crate::ffi::memcheck::public_usize(x as usize) as u64
+}
+
+/// A secret-safe limb vector: wiped on drop.
+pub type Limbs = Zeroizing<Vec<u64>>;
+
+/// All-ones when `bit` (0 or 1) is 1, zero when it is 0.
+#[inline(always)]
+fn mask(bit: u64) -> u64 {
+    core::hint::black_box(0u64.wrapping_sub(bit))
+}
+
+/// `a` where `m` is all-ones, `b` where `m` is zero.
+#[inline(always)]
+fn select(m: u64, a: u64, b: u64) -> u64 {
+    (a & m) | (b & !m)
+}
+
+/// a + b + carry-in → (sum, carry-out).
+#[inline(always)]
+fn adc(a: u64, b: u64, c: u64) -> (u64, u64) {
+    let s = a as u128 + b as u128 + c as u128;
+    (s as u64, (s >> 64) as u64)
+}
+
+/// a − b − borrow-in → (difference, borrow-out 0/1).
+#[inline(always)]
+fn sbb(a: u64, b: u64, borrow: u64) -> (u64, u64) {
+    let d = (a as u128).wrapping_sub(b as u128 + borrow as u128);
+    (d as u64, ((d >> 64) as u64) & 1)
+}
+
+/// r = a − b over `r.len()` limbs (missing limbs of a or b read as zero); returns the borrow.
+fn sub_into(r: &mut [u64], a: &[u64], b: &[u64]) -> u64 {
+    let mut borrow = 0;
+    for (i, ri) in r.iter_mut().enumerate() {
+        let ai = a.get(i).copied().unwrap_or(0); // i < len is a public bound
+        let bi = b.get(i).copied().unwrap_or(0);
+        (*ri, borrow) = sbb(ai, bi, borrow);
+    }
+    borrow
+}
+
+/// r += m & mask over r's limbs; returns the carry.
+fn add_masked(r: &mut [u64], m: &[u64], msk: u64) -> u64 {
+    let mut carry = 0;
+    for (ri, &mi) in r.iter_mut().zip(m) {
+        (*ri, carry) = adc(*ri, mi & msk, carry);
+    }
+    carry
+}
+
+/// A modulus prepared for Montgomery arithmetic with R = 2^(64·width).
+pub struct Modulus {
+    m: Limbs,
+    /// −m⁻¹ mod 2^64.
+    n0: u64,
+    /// R² mod m.
+    rr: Limbs,
+}
+
+impl Modulus {
+    /// `m` must be odd and greater than 1 (libcrypto's `BN_MONT_CTX_set`, run first on the
+    /// same value, refuses even moduli). Constant time in the value of `m`.
+    pub fn new(m: Limbs) -> Self {
+        let w = m.len();
+        // Newton's iteration for m⁻¹ mod 2^64: m·m ≡ 1 (mod 8) for odd m, and each step
+        // doubles the number of correct low bits (3, 6, 12, 24, 48, 96).
+        let mut inv = m[0];
+        for _ in 0..5 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(m[0].wrapping_mul(inv)));
+        }
+        let n0 = inv.wrapping_neg();
+        // R² mod m by 2·64·w modular doublings of 1.
+        let mut rr: Limbs = Zeroizing::new(vec![0u64; w]);
+        rr[0] = 1;
+        let mut t: Limbs = Zeroizing::new(vec![0u64; w]);
+        for _ in 0..(128 * w) {
+            t.copy_from_slice(&rr);
+            mod_add_assign(&mut rr, &t, &m);
+        }
+        Modulus { m, n0, rr }
+    }
+
+    pub fn width(&self) -> usize {
+        self.m.len()
+    }
+
+    pub fn limbs(&self) -> &[u64] {
+        &self.m
+    }
+
+    /// Montgomery product a·b·R⁻¹ mod m (CIOS). Needs a < R and b < m (so a·b < m·R); the
+    /// result is fully reduced.
+    pub fn mont_mul(&self, a: &[u64], b: &[u64]) -> Limbs {
+        let w = self.width();
+        let m = &self.m[..];
+        let mut t: Limbs = Zeroizing::new(vec![0u64; w + 2]);
+        for &ai in a.iter().take(w) {
+            // t += ai·b
+            let mut c = 0u64;
+            for j in 0..w {
+                let s = t[j] as u128 + (ai as u128) * (b[j] as u128) + c as u128;
+                t[j] = s as u64;
+                c = (s >> 64) as u64;
+            }
+            let (s, c2) = adc(t[w], c, 0);
+            t[w] = s;
+            t[w + 1] = c2;
+            // t = (t + q·m) / 2^64 with q chosen so the low limb vanishes
+            let q = t[0].wrapping_mul(self.n0);
+            let s = t[0] as u128 + (q as u128) * (m[0] as u128);
+            let mut c = (s >> 64) as u64;
+            for j in 1..w {
+                let s = t[j] as u128 + (q as u128) * (m[j] as u128) + c as u128;
+                t[j - 1] = s as u64;
+                c = (s >> 64) as u64;
+            }
+            let (s, c2) = adc(t[w], c, 0);
+            t[w - 1] = s;
+            t[w] = t[w + 1] + c2;
+            t[w + 1] = 0;
+        }
+        // t < 2m: subtract m once when t ≥ m.
+        let mut r: Limbs = Zeroizing::new(vec![0u64; w]);
+        let borrow = sub_into(&mut r, &t[..w], m);
+        // keep the difference when there was no borrow or when t had a limb above w
+        let keep = mask((borrow ^ 1) | t[w]);
+        for (ri, &ti) in r.iter_mut().zip(t.iter()) {
+            *ri = select(keep, *ri, ti);
+        }
+        r
+    }
+
+    /// x mod m for x of any (public) width, constant time: Horner's rule over chunks of
+    /// `width` limbs in the Montgomery domain (acc·R² + chunk·R² per step, then one REDC).
+    pub fn reduce(&self, x: &[u64]) -> Limbs {
+        let w = self.width();
+        let mut acc: Limbs = Zeroizing::new(vec![0u64; w]); // Montgomery form, starts at 0
+        let mut chunk: Limbs = Zeroizing::new(vec![0u64; w]);
+        let chunks = x.len().div_ceil(w);
+        for k in (0..chunks).rev() {
+            let lo = k * w;
+            let hi = (lo + w).min(x.len());
+            chunk.fill(0);
+            chunk[..hi - lo].copy_from_slice(&x[lo..hi]);
+            // acc·R (Montgomery form of acc·R) + chunk·R (Montgomery form of chunk)
+            let shifted = self.mont_mul(&acc, &self.rr);
+            let c = self.mont_mul(&chunk, &self.rr);
+            acc.copy_from_slice(&shifted);
+            mod_add_assign(&mut acc, &c, &self.m);
+        }
+        let mut one: Limbs = Zeroizing::new(vec![0u64; w]);
+        one[0] = 1;
+        self.mont_mul(&acc, &one)
+    }
+
+    /// a·R mod m (Montgomery form) for a < R.
+    pub fn to_mont(&self, a: &[u64]) -> Limbs {
+        self.mont_mul(a, &self.rr)
+    }
+
+    /// (a − b) mod m for a, b < m.
+    pub fn mod_sub(&self, a: &[u64], b: &[u64]) -> Limbs {
+        let mut r: Limbs = Zeroizing::new(vec![0u64; self.width()]);
+        let borrow = sub_into(&mut r, a, b);
+        add_masked(&mut r, &self.m, mask(borrow));
+        r
+    }
+}
+
+/// a = (a + b) mod m for a, b < m (all of m's width).
+fn mod_add_assign(a: &mut [u64], b: &[u64], m: &[u64]) {
+    let mut carry = 0;
+    for (ai, &bi) in a.iter_mut().zip(b) {
+        (*ai, carry) = adc(*ai, bi, carry);
+    }
+    let mut d = Zeroizing::new(vec![0u64; a.len()]);
+    let borrow = sub_into(&mut d, a, m);
+    // a + b ≥ m exactly when the sum carried out or the subtraction did not borrow
+    let keep = mask(carry | (borrow ^ 1));
+    for (ai, &di) in a.iter_mut().zip(d.iter()) {
+        *ai = select(keep, di, *ai);
+    }
+}
+
+/// Schoolbook product of two limb arrays: `a.len() + b.len()` limbs.
+pub fn mul(a: &[u64], b: &[u64]) -> Limbs {
+    let mut r: Limbs = Zeroizing::new(vec![0u64; a.len() + b.len()]);
+    for (i, &ai) in a.iter().enumerate() {
+        let mut c = 0u64;
+        for (j, &bj) in b.iter().enumerate() {
+            let s = r[i + j] as u128 + (ai as u128) * (bj as u128) + c as u128;
+            r[i + j] = s as u64;
+            c = (s >> 64) as u64;
+        }
+        r[i + b.len()] = c;
+    }
+    r
+}
+
+/// r = a + b over r's limbs (missing limbs read as zero); the carry out of r is dropped (the
+/// caller knows the sum fits).
+pub fn add_into(r: &mut [u64], a: &[u64], b: &[u64]) {
+    let mut carry = 0;
+    for (i, ri) in r.iter_mut().enumerate() {
+        let ai = a.get(i).copied().unwrap_or(0);
+        let bi = b.get(i).copied().unwrap_or(0);
+        (*ri, carry) = adc(ai, bi, carry);
+    }
+}
+
+/// Constant-time equality: all-ones (as `1`) when equal over the longer width.
+pub fn eq(a: &[u64], b: &[u64]) -> u64 {
+    let mut acc = 0u64;
+    for i in 0..a.len().max(b.len()) {
+        acc |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    // acc == 0 → 1, otherwise 0, without a comparison branch
+    let nz = (acc | acc.wrapping_neg()) >> 63;
+    nz ^ 1
+}
+
+/// Little-endian bytes (length a multiple of 8) to limbs.
+pub fn from_le_bytes(bytes: &[u8]) -> Limbs {
+    Zeroizing::new(
+        bytes
+            .chunks_exact(8)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect(),
+    )
+}
+
+/// Limbs to little-endian bytes (8 per limb).
+pub fn to_le_bytes(a: &[u64]) -> Zeroizing<Vec<u8>> {
+    Zeroizing::new(a.iter().flat_map(|l| l.to_le_bytes()).collect())
+}
+
+/// The low `out.len()` bytes of `a`, big-endian, into `out` (fixed length, no dependence on
+/// the value; bytes beyond a's width are zero).
+pub fn write_be(a: &[u64], out: &mut [u8]) {
+    let k = out.len();
+    for (i, o) in out.iter_mut().enumerate() {
+        let j = k - 1 - i; // byte index from the little end: public
+        let limb = a.get(j / 8).copied().unwrap_or(0);
+        *o = (limb >> (8 * (j % 8))) as u8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use num_bigint::BigUint;
+
+    fn big(a: &[u64]) -> BigUint {
+        BigUint::from_bytes_le(&to_le_bytes(a))
+    }
+
+    fn limbs(x: &BigUint, w: usize) -> Limbs {
+        let mut b = x.to_bytes_le();
+        assert!(b.len() <= 8 * w, "value wider than {w} limbs");
+        b.resize(8 * w, 0);
+        from_le_bytes(&b)
+    }
+
+    /// A deterministic pseudo-random generator (xorshift) for test values.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, m: &BigUint, w: usize) -> BigUint {
+            let v: Vec<u64> = (0..w + 1).map(|_| self.next()).collect();
+            big(&v) % m
+        }
+        fn odd(&mut self, w: usize) -> BigUint {
+            let mut v: Vec<u64> = (0..w).map(|_| self.next()).collect();
+            v[0] |= 1;
+            v[w - 1] |= 1 << 63;
+            big(&v)
+        }
+    }
+
+    fn modulus(m: &BigUint, w: usize) -> Modulus {
+        Modulus::new(limbs(m, w))
+    }
+
+    #[test]
+    fn setup_constants_match_the_oracle() {
+        let mut g = Rng(0x1234_5678_9abc_def1);
+        for w in [1usize, 2, 3, 8, 17] {
+            let m = g.odd(w);
+            let md = modulus(&m, w);
+            let r = BigUint::from(1u8) << (64 * w);
+            assert_eq!(big(&md.rr), (&r * &r) % &m, "R² mod m, width {w}");
+            let n0 = BigUint::from(md.n0);
+            let two64 = BigUint::from(1u8) << 64;
+            assert_eq!((n0 * (&m % &two64) + 1u8) % &two64, BigUint::from(0u8));
+        }
+    }
+
+    #[test]
+    fn mont_mul_reduce_sub_match_the_oracle() {
+        let mut g = Rng(0xdead_beef_cafe_f00d);
+        for w in [1usize, 2, 4, 16] {
+            let m = g.odd(w);
+            let md = modulus(&m, w);
+            let r = BigUint::from(1u8) << (64 * w);
+            let rinv = r.modinv(&m).unwrap();
+            for _ in 0..20 {
+                let a = g.below(&m, w);
+                let b = g.below(&m, w);
+                let p = md.mont_mul(&limbs(&a, w), &limbs(&b, w));
+                assert_eq!(big(&p), (&a * &b * &rinv) % &m);
+                let s = md.mod_sub(&limbs(&a, w), &limbs(&b, w));
+                assert_eq!(big(&s), (&a + &m - &b) % &m);
+                // a value of any width
+                let xw = 3 * w + 1;
+                let x = big(&(0..xw).map(|_| g.next()).collect::<Vec<_>>());
+                assert_eq!(big(&md.reduce(&limbs(&x, xw))), &x % &m);
+            }
+            // a < R but above m is allowed for the first operand
+            let above: Vec<u64> = vec![u64::MAX; w];
+            let b = g.below(&m, w);
+            let p = md.mont_mul(&above, &limbs(&b, w));
+            assert_eq!(big(&p), (big(&above) * &b * &rinv) % &m);
+            // edges: equal operands of mod_sub give 0; 0 − (m−1) = 1
+            let a = g.below(&m, w);
+            assert_eq!(
+                big(&md.mod_sub(&limbs(&a, w), &limbs(&a, w))),
+                BigUint::from(0u8)
+            );
+            let m1 = &m - 1u8;
+            assert_eq!(
+                big(&md.mod_sub(&limbs(&BigUint::from(0u8), w), &limbs(&m1, w))),
+                BigUint::from(1u8)
+            );
+            // reduce of m itself, of m−1 and of 0
+            assert_eq!(big(&md.reduce(&limbs(&m, w))), BigUint::from(0u8));
+            assert_eq!(big(&md.reduce(&limbs(&m1, w))), m1);
+            assert_eq!(big(&md.reduce(&vec![0u64; 2 * w])), BigUint::from(0u8));
+        }
+    }
+
+    #[test]
+    fn helpers_match_the_oracle() {
+        let mut g = Rng(42);
+        let a: Vec<u64> = (0..5).map(|_| g.next()).collect();
+        let b: Vec<u64> = (0..3).map(|_| g.next()).collect();
+        assert_eq!(big(&mul(&a, &b)), big(&a) * big(&b));
+        let mut r = vec![0u64; 6];
+        add_into(&mut r, &a, &b);
+        assert_eq!(big(&r), big(&a) + big(&b));
+        assert_eq!(eq(&a, &a), 1);
+        let mut a2 = a.clone();
+        a2[4] ^= 1 << 40;
+        assert_eq!(eq(&a, &a2), 0);
+        assert_eq!(eq(&[7, 0, 0], &[7]), 1);
+        assert_eq!(eq(&[7, 0, 1], &[7]), 0);
+        let mut out = [0u8; 11];
+        write_be(&[0x0102_0304_0506_0708, 0x090a_0b0c], &mut out);
+        assert_eq!(out, [0x0a, 0x0b, 0x0c, 1, 2, 3, 4, 5, 6, 7, 8]);
+        let mut out = [0xffu8; 20];
+        write_be(&[0x0102], &mut out);
+        assert_eq!(&out[..18], &[0u8; 18]);
+        assert_eq!(&out[18..], &[1, 2]);
+    }
+}

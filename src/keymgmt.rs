@@ -29,11 +29,13 @@ pub struct KeyObj {
 const KEY_OBJ_TAG: u64 = u64::from_le_bytes(*b"kaeRSAk\x01");
 
 impl KeyObj {
-    pub fn new(prov: Arc<ProvCtx>, key: Arc<RsaKey>) -> KeyObj {
+    /// Wraps `key` for instance `prov`, attaching it to the instance's library context.
+    pub fn new(prov: Arc<ProvCtx>, mut key: RsaKey) -> KeyObj {
+        key.set_libctx(prov.libctx);
         KeyObj {
             tag: KEY_OBJ_TAG,
             prov,
-            key,
+            key: Arc::new(key),
         }
     }
 
@@ -270,7 +272,7 @@ unsafe fn new_key(provctx: *mut c_void, kind: KeyType) -> *mut c_void {
     };
     let core = prov.core;
     guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
-        Ok(KeyObj::new(prov, Arc::new(RsaKey::empty(kind))).into_raw())
+        Ok(KeyObj::new(prov, RsaKey::empty(kind)).into_raw())
     })
 }
 
@@ -374,6 +376,7 @@ unsafe extern "C" fn rsa_import(
         // SAFETY: the core passes a valid array.
         let params = unsafe { Params::from_ptr(params) };
         let mut key = RsaKey::empty(obj.key.kind);
+        key.set_libctx(obj.prov.libctx);
         import_into(&mut key, selection, &params)?;
         obj.key = Arc::new(key);
         Ok(1)
@@ -476,7 +479,7 @@ unsafe extern "C" fn rsa_dup(keydata: *const c_void, selection: c_int) -> *mut c
             selects(selection, OSSL_KEYMGMT_SELECT_PRIVATE_KEY),
             selects(selection, OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS),
         )?;
-        Ok(KeyObj::new(obj.prov.clone(), Arc::new(k)).into_raw())
+        Ok(KeyObj::new(obj.prov.clone(), k).into_raw())
     })
 }
 
@@ -701,10 +704,10 @@ unsafe extern "C" fn rsa_gen(
             Some(e) => e.dup(false)?,
             None => BigNum::from_u64(g.e)?,
         };
-        let mut key = crate::rsa::ops::generate(g.kind, g.bits, &e)
+        let mut key = crate::rsa::ops::generate_in(g.prov.libctx, g.kind, g.bits, &e)
             .map_err(|r| Failure::with(r, format!("bits={}", g.bits)))?;
         key.pss = g.pss;
-        Ok(KeyObj::new(g.prov.clone(), Arc::new(key)).into_raw())
+        Ok(KeyObj::new(g.prov.clone(), key).into_raw())
     })
 }
 
@@ -820,7 +823,7 @@ fn load_via_default(
             "export from the default provider failed",
         ));
     }
-    Ok(KeyObj::new(prov, Arc::new(key)).into_raw())
+    Ok(KeyObj::new(prov, key).into_raw())
 }
 
 /// `load` of the instance in `SLOT` (see `provider::instance`): the key is attached to the

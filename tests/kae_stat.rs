@@ -333,7 +333,6 @@ fn readers_skip_fifos_device_links_and_wrong_sizes() {
     stat.env("KAE_STATS_DIR", dir.path()).arg("--json");
     let out = run(&mut stat, None, limit).ok();
     assert!(procs(&out.stdout).is_empty(), "{}", out.describe());
-
 }
 
 /// A user directory that another user owns, or that others may enter, is refused: the

@@ -206,8 +206,13 @@ pub struct BnCtx(NonNull<BN_CTX>);
 
 impl BnCtx {
     pub fn new() -> KaeResult<Self> {
-        // SAFETY: plain allocation with the default library context (only used for randomness).
-        NonNull::new(unsafe { BN_CTX_secure_new_ex(core::ptr::null_mut()) })
+        Self::new_in(core::ptr::null_mut())
+    }
+    /// A secure-heap scratch context whose random numbers (blinding, prime tests) come from
+    /// `libctx` (NULL: the default library context).
+    pub fn new_in(libctx: *mut OSSL_LIB_CTX) -> KaeResult<Self> {
+        // SAFETY: plain allocation; libctx is NULL or a live library context.
+        NonNull::new(unsafe { BN_CTX_secure_new_ex(libctx) })
             .map(BnCtx)
             .ok_or(KaeError::OutOfMemory)
     }

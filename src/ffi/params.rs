@@ -390,10 +390,7 @@ mod tests {
     fn utf8_string_without_nul_is_read_within_its_size() {
         let mut buf = *b"SHA256XXXXXXXXXXXXXXXX\0";
         let data = buf.as_mut_ptr();
-        let arr = [
-            utf8_param(c"digest", OSSL_PARAM_UTF8_STRING, data, 6),
-            END,
-        ];
+        let arr = [utf8_param(c"digest", OSSL_PARAM_UTF8_STRING, data, 6), END];
         // SAFETY: a valid terminated array living for this scope.
         let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
         assert_eq!(ps.locate(c"digest").unwrap().get_utf8(), Ok("SHA256"));

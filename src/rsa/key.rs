@@ -108,6 +108,10 @@ pub struct RsaKey {
     pub(crate) blindings: Mutex<Vec<Blinding>>,
     /// Blinding pairs made for this key so far (test observable).
     pub(crate) blindings_made: AtomicU32,
+    /// The library context of the kae instance that owns the key (its child context), as an
+    /// address: blinding factors and prime tests draw their random numbers there. 0: the
+    /// default context (keys made outside a provider instance, in unit tests).
+    libctx: usize,
 }
 
 impl RsaKey {
@@ -124,7 +128,18 @@ impl RsaKey {
             mont: OnceLock::new(),
             blindings: Mutex::new(Vec::new()),
             blindings_made: AtomicU32::new(0),
+            libctx: 0,
         }
+    }
+
+    /// Attaches the key to a provider instance's library context (see the field).
+    pub fn set_libctx(&mut self, libctx: *mut crate::ffi::sys::OSSL_LIB_CTX) {
+        self.libctx = libctx as usize;
+    }
+
+    /// A secure scratch context drawing random numbers from the key's library context.
+    pub fn bn_ctx(&self) -> KaeResult<BnCtx> {
+        BnCtx::new_in(self.libctx as *mut crate::ffi::sys::OSSL_LIB_CTX)
     }
 
     pub fn has_public(&self) -> bool {
@@ -234,6 +249,7 @@ impl RsaKey {
     /// Copy of the selected parts (for keymgmt dup).
     pub fn dup(&self, public: bool, private: bool, params: bool) -> KaeResult<RsaKey> {
         let mut k = RsaKey::empty(self.kind);
+        k.libctx = self.libctx;
         if public || private {
             k.n = self.n.as_ref().map(|b| b.dup(false)).transpose()?;
             k.e = self.e.as_ref().map(|b| b.dup(false)).transpose()?;
@@ -322,7 +338,7 @@ impl RsaKey {
         if self.primes.len() != 2 {
             return Err(KaeError::UnsupportedPrimeCount);
         }
-        let ctx = BnCtx::new()?;
+        let ctx = self.bn_ctx()?;
         let n = self.n()?;
         let e = self.e()?;
         let (p, q) = (&self.primes[0], &self.primes[1]);

@@ -137,7 +137,7 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     if out.len() != key.size() {
         return Err(KaeError::BufferTooSmall);
     }
-    let ctx = BnCtx::new()?;
+    let ctx = key.bn_ctx()?; // blinding draws from the owning instance's library context
     let mont = key.mont()?;
     let ln = &mont.ln;
     let x = input_below_modulus(key, input, true)?.to_limbs(ln.width())?;
@@ -296,6 +296,17 @@ pub fn pairwise_test(key: &RsaKey) -> KaeResult<()> {
 /// bits set (so n has exactly `bits` bits), gcd(p−1, e) = gcd(q−1, e) = 1, |p − q| large,
 /// d = e^-1 mod lcm(p−1, q−1) with d > 2^(bits/2).
 pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> KaeResult<RsaKey> {
+    generate_in(core::ptr::null_mut(), kind, bits, e_value)
+}
+
+/// [`generate`] with primes and the pairwise test's blinding drawn from `libctx` (the
+/// provider instance's library context; NULL: the default one).
+pub fn generate_in(
+    libctx: *mut crate::ffi::sys::OSSL_LIB_CTX,
+    kind: crate::rsa::KeyType,
+    bits: usize,
+    e_value: &BigNum,
+) -> KaeResult<RsaKey> {
     use crate::rsa::key::{MAX_MODULUS_BITS, MIN_MODULUS_BITS};
     if bits < MIN_MODULUS_BITS {
         return Err(KaeError::KeyTooSmall);
@@ -306,7 +317,7 @@ pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> Kae
     if !e_value.is_odd() || e_value.is_one() || e_value.num_bits() > MAX_MODULUS_BITS / 2 {
         return Err(KaeError::BadPublicExponent);
     }
-    let ctx = BnCtx::new()?;
+    let ctx = BnCtx::new_in(libctx)?;
     let pbits = bits.div_ceil(2);
     let qbits = bits - pbits;
     let one_gcd = |x: &BigNum| -> KaeResult<bool> {
@@ -347,6 +358,8 @@ pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> Kae
         if key.bits() != bits || key.d.as_ref().map_or(0, |d| d.num_bits()) <= bits / 2 {
             continue;
         }
+        let mut key = key;
+        key.set_libctx(libctx);
         pairwise_test(&key)?;
         return Ok(key);
     }

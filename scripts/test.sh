@@ -2,7 +2,13 @@
 # The project's one test command:
 #   1. scripts/build.sh             (cargo build --release; target/release/kae.so)
 #   2. cargo test --release         (all tests; same profile, so one build)
-#   3. scripts/valgrind.sh          (short memcheck run of kae via the CLI)
+#   3. scripts/valgrind.sh          (memcheck with leak checking: CLI, pool threads, ASYNC,
+#                                    fork, a TLS server)
+#   4. scripts/ctgrind.sh           (secret-taint check: no branch or address in kae's code
+#                                    depends on key material or decrypted blocks)
+#   5. scripts/fuzz.sh 20           (fuzz smoke run: every target 20 s, when cargo-fuzz and
+#                                    the nightly toolchain are there; .ci/run installs them)
+# The short statistical timing test (tests/ct_timing.rs) runs inside step 2.
 # A failing build stops here; otherwise every step runs and the script exits
 # non-zero if any of them failed. Prints the time and result of each step.
 set -euo pipefail
@@ -40,4 +46,11 @@ trap report EXIT
 step build scripts/build.sh || exit 1
 step cargo-test cargo test --release --no-fail-fast || true
 step valgrind env NO_BUILD=1 scripts/valgrind.sh || true
+step ctgrind scripts/ctgrind.sh || true
+if cargo +nightly fuzz --version >/dev/null 2>&1; then
+    step fuzz-smoke scripts/fuzz.sh "${KAE_FUZZ_SECONDS:-20}" || true
+else
+    echo "=== fuzz-smoke: SKIPPED (needs the nightly toolchain and cargo-fuzz: cargo install cargo-fuzz)"
+    SUMMARY+=("$(printf '%-12s %5ds  %s' fuzz-smoke 0 'SKIPPED (no cargo-fuzz)')")
+fi
 exit "$failed"

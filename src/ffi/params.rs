@@ -82,7 +82,23 @@ impl<'a> Param<'a> {
         unsafe { (*self.ptr).data_type }
     }
 
+    /// libcrypto's integer getters read `data` without checking it: a number needs a
+    /// numeric type, data and a non-zero size (NULL data crashed OpenSSL 3.0's getters).
+    fn check_number(&self) -> KaeResult<()> {
+        // SAFETY: valid element.
+        let p = unsafe { &*self.ptr };
+        let numeric = matches!(
+            p.data_type,
+            OSSL_PARAM_INTEGER | OSSL_PARAM_UNSIGNED_INTEGER | OSSL_PARAM_REAL
+        );
+        if !numeric || p.data.is_null() || p.data_size == 0 {
+            return Err(KaeError::InvalidParam);
+        }
+        Ok(())
+    }
+
     pub fn get_int(&self) -> KaeResult<i32> {
+        self.check_number()?;
         let mut v = 0;
         // SAFETY: valid element and out-pointer.
         if unsafe { OSSL_PARAM_get_int(self.ptr, &mut v) } == 1 {
@@ -93,6 +109,7 @@ impl<'a> Param<'a> {
     }
 
     pub fn get_uint(&self) -> KaeResult<u32> {
+        self.check_number()?;
         let mut v = 0;
         // SAFETY: valid element and out-pointer.
         if unsafe { OSSL_PARAM_get_uint(self.ptr, &mut v) } == 1 {
@@ -103,6 +120,7 @@ impl<'a> Param<'a> {
     }
 
     pub fn get_size_t(&self) -> KaeResult<usize> {
+        self.check_number()?;
         let mut v = 0;
         // SAFETY: valid element and out-pointer.
         if unsafe { OSSL_PARAM_get_size_t(self.ptr, &mut v) } == 1 {
@@ -234,20 +252,44 @@ impl ParamMut<'_> {
         // SAFETY: valid element.
         unsafe { (*self.ptr).data_type }
     }
+    /// A size query (NULL data) for a number of `size` bytes: answered by setting
+    /// `return_size` here, because OpenSSL 3.0's setters may write through NULL when the
+    /// requester left a non-zero `data_size`. True when it was a query.
+    fn size_query(&mut self, size: usize) -> bool {
+        // SAFETY: valid element, exclusively ours for the call.
+        let p = unsafe { &mut *self.ptr };
+        if p.data.is_null() {
+            p.return_size = size;
+            return true;
+        }
+        false
+    }
     pub fn set_int(&mut self, v: i32) -> KaeResult<()> {
-        // SAFETY: valid element.
+        if self.size_query(core::mem::size_of::<i32>()) {
+            return Ok(());
+        }
+        // SAFETY: valid element with data.
         ok(unsafe { OSSL_PARAM_set_int(self.ptr, v) })
     }
     pub fn set_uint(&mut self, v: u32) -> KaeResult<()> {
-        // SAFETY: valid element.
+        if self.size_query(core::mem::size_of::<u32>()) {
+            return Ok(());
+        }
+        // SAFETY: valid element with data.
         ok(unsafe { OSSL_PARAM_set_uint(self.ptr, v) })
     }
     pub fn set_u64(&mut self, v: u64) -> KaeResult<()> {
-        // SAFETY: valid element.
+        if self.size_query(core::mem::size_of::<u64>()) {
+            return Ok(());
+        }
+        // SAFETY: valid element with data.
         ok(unsafe { OSSL_PARAM_set_uint64(self.ptr, v) })
     }
     pub fn set_size_t(&mut self, v: usize) -> KaeResult<()> {
-        // SAFETY: valid element.
+        if self.size_query(core::mem::size_of::<usize>()) {
+            return Ok(());
+        }
+        // SAFETY: valid element with data.
         ok(unsafe { OSSL_PARAM_set_size_t(self.ptr, v) })
     }
     pub fn set_bn(&mut self, v: &BigNum) -> KaeResult<()> {
@@ -433,5 +475,51 @@ mod tests {
         let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
         assert!(ps.locate(c"x").unwrap().get_utf8().is_err());
         assert!(ps.locate(c"y").unwrap().get_utf8().is_err());
+    }
+
+    /// Numbers with NULL data, no size or a non-numeric type are refused before libcrypto's
+    /// getters read them (fuzz findings params/int-null-data-size0, real-null-data-get-uint).
+    #[test]
+    fn numbers_without_data_are_refused() {
+        let mut v = 7u32;
+        let arr = [
+            utf8_param(c"a", OSSL_PARAM_INTEGER, core::ptr::null_mut(), 0),
+            utf8_param(c"b", OSSL_PARAM_REAL, core::ptr::null_mut(), 8),
+            utf8_param(
+                c"c",
+                OSSL_PARAM_UNSIGNED_INTEGER,
+                (&mut v as *mut u32).cast(),
+                0,
+            ),
+            utf8_param(c"d", OSSL_PARAM_UTF8_STRING, (&mut v as *mut u32).cast(), 4),
+            utf8_param(
+                c"e",
+                OSSL_PARAM_UNSIGNED_INTEGER,
+                (&mut v as *mut u32).cast(),
+                4,
+            ),
+            END,
+        ];
+        // SAFETY: as above.
+        let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
+        for k in [c"a", c"b", c"c", c"d"] {
+            let p = ps.locate(k).unwrap();
+            assert!(p.get_int().is_err() && p.get_uint().is_err() && p.get_size_t().is_err());
+        }
+        assert_eq!(ps.locate(c"e").unwrap().get_uint(), Ok(7));
+    }
+
+    /// A size query (NULL data, even with a non-zero data_size) gets return_size, and nothing
+    /// is written (fuzz finding params/get-null-data-nonzero-size).
+    #[test]
+    fn number_size_queries_do_not_write() {
+        let mut arr = [
+            utf8_param(c"n", OSSL_PARAM_UNSIGNED_INTEGER, core::ptr::null_mut(), 8),
+            END,
+        ];
+        // SAFETY: a valid terminated array living for this scope.
+        let mut ps = unsafe { ParamsMut::from_ptr(arr.as_mut_ptr()) };
+        ps.locate(c"n").unwrap().set_u64(42).unwrap();
+        assert_eq!(arr[0].return_size, 8);
     }
 }

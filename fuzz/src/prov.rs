@@ -562,6 +562,20 @@ pub fn fuzz_params(r: &mut crate::Rd, table: &[(Vec<u8>, u32)]) -> ParamArray {
                         data_size: t.len() - 1,
                         return_size: usize::MAX,
                     });
+                } else if ty == OSSL_PARAM_UTF8_PTR && t.is_empty() && !null {
+                    // A UTF8_PTR with data_size 0 means "NUL-terminated" (the convention
+                    // every reader, OpenSSL's own included, relies on): an unterminated empty
+                    // target would break the caller's side of that contract, not kae's.
+                    let k = a.key(&key);
+                    let tp = a.alloc(&[0u8]);
+                    let slot = a.alloc(&(tp as usize).to_ne_bytes());
+                    a.params.push(OSSL_PARAM {
+                        key: k,
+                        data_type: ty,
+                        data: slot.cast(),
+                        data_size: 0,
+                        return_size: usize::MAX,
+                    });
                 } else {
                     a.push_ptr(&key, ty, &t, null);
                 }

@@ -525,7 +525,14 @@ fn ciphertext_not_below_modulus() {
     let mut problems = Problems::default();
     let n = kp.reference.n();
     let mut n_plus_1 = n.clone();
-    *n_plus_1.last_mut().unwrap() += 1; // n is odd: no carry
+    // Big-endian increment (n's last byte may be 0xff: carry).
+    for b in n_plus_1.iter_mut().rev() {
+        let (v, carry) = b.overflowing_add(1);
+        *b = v;
+        if !carry {
+            break;
+        }
+    }
     for (name, p) in decrypt_settings() {
         good_ciphertext(kp, name, &p);
         for (what, bad) in [

@@ -10,7 +10,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub struct Core {
     pub handle: *const OSSL_CORE_HANDLE,
     pub get_params: Option<core_get_params_fn>,
-    pub get_libctx: Option<core_get_libctx_fn>,
     pub new_error: Option<core_new_error_fn>,
     pub set_error_debug: Option<core_set_error_debug_fn>,
     pub vset_error: Option<core_vset_error_fn>,
@@ -31,7 +30,6 @@ impl Core {
         let mut core = Core {
             handle,
             get_params: None,
-            get_libctx: None,
             new_error: None,
             set_error_debug: None,
             vset_error: None,
@@ -45,10 +43,6 @@ impl Core {
                     OSSL_FUNC_CORE_GET_PARAMS => {
                         core.get_params =
                             f.map(|f| core::mem::transmute::<_, core_get_params_fn>(f))
-                    }
-                    OSSL_FUNC_CORE_GET_LIBCTX => {
-                        core.get_libctx =
-                            f.map(|f| core::mem::transmute::<_, core_get_libctx_fn>(f))
                     }
                     OSSL_FUNC_CORE_NEW_ERROR => {
                         core.new_error = f.map(|f| core::mem::transmute::<_, core_new_error_fn>(f))

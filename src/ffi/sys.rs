@@ -173,7 +173,6 @@ pub const BN_FLG_CONSTTIME: c_int = 0x04;
 
 pub type core_get_params_fn =
     unsafe extern "C" fn(handle: *const OSSL_CORE_HANDLE, params: *mut OSSL_PARAM) -> c_int;
-pub type core_get_libctx_fn = unsafe extern "C" fn(handle: *const OSSL_CORE_HANDLE) -> *mut c_void;
 pub type core_new_error_fn = unsafe extern "C" fn(handle: *const OSSL_CORE_HANDLE);
 pub type core_set_error_debug_fn = unsafe extern "C" fn(
     handle: *const OSSL_CORE_HANDLE,

@@ -939,7 +939,11 @@ fMkTd7GabVourqIZdgvu1Q==
         let mut out = vec![0u8; 39];
         let n = decode_type2_implicit_rejection(&sha256(), &d, &c, &em, &mut out).unwrap();
         assert!(n <= 39);
-        assert_ne!(&out[..n], &msg[..n.min(40)]);
+        // A synthetic message may be empty (probability about 1/(k−10)); two empty slices
+        // are equal by nature, so compare only a non-empty one.
+        if n > 0 {
+            assert_ne!(&out[..n], &msg[..n]);
+        }
         let mut big = vec![0u8; 40];
         assert_eq!(
             decode_type2_implicit_rejection(&sha256(), &d, &c, &em, &mut big),

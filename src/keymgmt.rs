@@ -31,7 +31,7 @@ const KEY_OBJ_TAG: u64 = u64::from_le_bytes(*b"kaeRSAk\x01");
 impl KeyObj {
     /// Wraps `key` for instance `prov`, attaching it to the instance's library context.
     pub fn new(prov: Arc<ProvCtx>, mut key: RsaKey) -> KeyObj {
-        key.set_libctx(prov.libctx);
+        key.set_libctx(prov.rand_libctx());
         KeyObj {
             tag: KEY_OBJ_TAG,
             prov,
@@ -376,7 +376,7 @@ unsafe extern "C" fn rsa_import(
         // SAFETY: the core passes a valid array.
         let params = unsafe { Params::from_ptr(params) };
         let mut key = RsaKey::empty(obj.key.kind);
-        key.set_libctx(obj.prov.libctx);
+        key.set_libctx(obj.prov.rand_libctx());
         import_into(&mut key, selection, &params)?;
         obj.key = Arc::new(key);
         Ok(1)
@@ -704,7 +704,7 @@ unsafe extern "C" fn rsa_gen(
             Some(e) => e.dup(false)?,
             None => BigNum::from_u64(g.e)?,
         };
-        let mut key = crate::rsa::ops::generate_in(g.prov.libctx, g.kind, g.bits, &e)
+        let mut key = crate::rsa::ops::generate_in(g.prov.rand_libctx(), g.kind, g.bits, &e)
             .map_err(|r| Failure::with(r, format!("bits={}", g.bits)))?;
         key.pss = g.pss;
         Ok(KeyObj::new(g.prov.clone(), key).into_raw())

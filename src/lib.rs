@@ -11,6 +11,7 @@ extern crate openssl_sys;
 
 pub mod asym_cipher;
 pub mod backend;
+pub mod core_version;
 pub mod env;
 pub mod error;
 pub mod ffi;
@@ -19,6 +20,7 @@ pub mod logging;
 pub mod names;
 pub mod pool;
 pub mod provider;
+pub mod rand;
 pub mod rsa;
 pub mod signature;
 pub mod stats;

@@ -155,6 +155,9 @@ pub struct ProvCtx {
     pub libctx: *mut OSSL_LIB_CTX,
     /// This instance's slot in [`INSTANCES`] (selects its keymgmt `load` functions).
     pub slot: usize,
+    /// The running core's version (its `openssl-version` parameter): behaviour that differs
+    /// between OpenSSL releases follows it.
+    pub core_version: crate::core_version::CoreVersion,
     pub config: Config,
     /// The default provider we loaded (NULL with `load-default = no`). It lives in a private
     /// library context of ours, so its RSA never competes with kae's in the application's
@@ -316,16 +319,39 @@ impl ProvCtx {
         }
     }
 
+    /// Whether the running core is at least `major.minor`.
+    pub fn core_at_least(&self, major: u32, minor: u32) -> bool {
+        self.core_version.at_least(major, minor)
+    }
+
+    /// kae's private library context holding the default provider (NULL with
+    /// `load-default = no`).
+    pub fn private_default_libctx(&self) -> *mut OSSL_LIB_CTX {
+        self.default_libctx
+    }
+
+    /// Where kae's own random numbers (blinding, key generation) come from: the private
+    /// default provider's DRBG chain when kae loaded it, else the application's providers
+    /// (through our child context). Never a generator that kae itself lists: that would
+    /// make kae depend on how the application configured its own randomness.
+    pub fn rand_libctx(&self) -> *mut OSSL_LIB_CTX {
+        if self.default_libctx.is_null() {
+            self.libctx
+        } else {
+            self.default_libctx
+        }
+    }
+
     pub fn rng(&self) -> crate::ffi::digest::Rng {
         crate::ffi::digest::Rng {
-            libctx: self.libctx,
+            libctx: self.rand_libctx(),
             private: false,
         }
     }
 
     pub fn private_rng(&self) -> crate::ffi::digest::Rng {
         crate::ffi::digest::Rng {
-            libctx: self.libctx,
+            libctx: self.rand_libctx(),
             private: true,
         }
     }
@@ -337,7 +363,7 @@ const KEYLESS_OPERATIONS: [c_int; 7] = [
     OSSL_OP_CIPHER,
     OSSL_OP_MAC,
     OSSL_OP_KDF,
-    OSSL_OP_RAND,
+    OSSL_OP_RAND, // minus the DRBGs kae fronts itself (rand.rs)
     OSSL_OP_DECODER, // makes key objects (RSA ones reach our keymgmt `load`), never takes one
     OSSL_OP_STORE,
 ];
@@ -356,8 +382,10 @@ const KEYED_OPERATIONS: [c_int; 6] = [
 /// First names of the default provider's algorithms of keyed operations that work on key
 /// types other than RSA and RSA-PSS (key types, and the signature / key exchange / KEM
 /// algorithms on them). An allow-list: a new algorithm a newer core adds (an RSA composite
-/// signature, say) is not re-listed until it is named here.
-const OTHER_KEY_ALGORITHMS: [&str; 22] = [
+/// signature, say) is not re-listed until it is named here. Names come from the default
+/// providers of OpenSSL 3.0 through 4.0 (3.4 added composite DSA/ECDSA signatures, 3.5 the
+/// ML-DSA, SLH-DSA, ML-KEM and hybrid key types, 3.6 LMS).
+const OTHER_KEY_ALGORITHMS: [&str; 67] = [
     "DH",
     "DHX",
     "DSA",
@@ -376,15 +404,65 @@ const OTHER_KEY_ALGORITHMS: [&str; 22] = [
     "TLS1-PRF",
     "HKDF",
     "SCRYPT",
+    "ED25519ph",
+    "ED25519ctx",
+    "ED448ph",
+    "ED448ctx",
+    "Ed25519ph",
+    "Ed25519ctx",
+    "Ed448ph",
+    "Ed448ctx",
+    "DSA-SHA1",
+    "DSA-SHA2-224",
+    "DSA-SHA2-256",
+    "DSA-SHA2-384",
+    "DSA-SHA2-512",
+    "DSA-SHA3-224",
+    "DSA-SHA3-256",
+    "DSA-SHA3-384",
+    "DSA-SHA3-512",
+    "ECDSA-SHA1",
+    "ECDSA-SHA2-224",
+    "ECDSA-SHA2-256",
+    "ECDSA-SHA2-384",
+    "ECDSA-SHA2-512",
+    "ECDSA-SHA3-224",
+    "ECDSA-SHA3-256",
+    "ECDSA-SHA3-384",
+    "ECDSA-SHA3-512",
+    "ML-DSA-44",
+    "ML-DSA-65",
+    "ML-DSA-87",
+    "SLH-DSA-SHA2-128s",
+    "SLH-DSA-SHA2-128f",
+    "SLH-DSA-SHA2-192s",
+    "SLH-DSA-SHA2-192f",
+    "SLH-DSA-SHA2-256s",
+    "SLH-DSA-SHA2-256f",
+    "SLH-DSA-SHAKE-128s",
+    "SLH-DSA-SHAKE-128f",
+    "SLH-DSA-SHAKE-192s",
+    "SLH-DSA-SHAKE-192f",
+    "SLH-DSA-SHAKE-256s",
+    "SLH-DSA-SHAKE-256f",
+    "LMS",
     "ML-KEM-512",
     "ML-KEM-768",
     "ML-KEM-1024",
     "X25519MLKEM768",
+    "X448MLKEM1024",
+    "SecP256r1MLKEM768",
+    "SecP384r1MLKEM1024",
 ];
 
 /// Whether the default provider's algorithm `names` (colon-separated) of operation `op` may
 /// be listed under kae's name: never one that could be handed a kae key object.
 pub(crate) fn relisting_allowed(op: c_int, names: &str) -> bool {
+    if op == OSSL_OP_RAND {
+        // Seed sources and the test generator are re-listed; the DRBGs are kae's own fronts
+        // (since 3.5 a DRBG looks its cipher up by its provider's name, see rand.rs).
+        return !crate::rand::is_kae_generator(names);
+    }
     if KEYLESS_OPERATIONS.contains(&op) {
         return true;
     }
@@ -465,6 +543,16 @@ static SIGNATURE_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
             &crate::signature::RSA_SIGNATURE,
             c"kae RSA signature",
         ),
+        ALG_END,
+    ])
+});
+
+static RAND_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
+    let t = &crate::rand::RAND_TABLES;
+    Table(vec![
+        algorithm(c"CTR-DRBG", &t[0], c"kae CTR DRBG (front of a private default-provider DRBG)"),
+        algorithm(c"HASH-DRBG", &t[1], c"kae HASH DRBG (front of a private default-provider DRBG)"),
+        algorithm(c"HMAC-DRBG", &t[2], c"kae HMAC DRBG (front of a private default-provider DRBG)"),
         ALG_END,
     ])
 });
@@ -665,6 +753,10 @@ unsafe extern "C" fn kae_query_operation(
             },
             OSSL_OP_SIGNATURE => merged(&prov, operation_id, &SIGNATURE_ALGS),
             OSSL_OP_ASYM_CIPHER => merged(&prov, operation_id, &ASYM_CIPHER_ALGS),
+            // Only with the private default provider: the fronts forward to it.
+            OSSL_OP_RAND if !prov.default_provider.is_null() => {
+                merged(&prov, operation_id, &RAND_ALGS)
+            }
             other => prov.proxied(other),
         }
     });
@@ -733,6 +825,15 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 return Err(KaeError::NullParameter.into());
             }
             crate::logging::init();
+            // First, before any libcrypto call of ours: are we linked to the core's libcrypto
+            // major version? (A 3.x build inside a 4.x core would hand 3.x objects to 4.x.)
+            let core_version = read_core_version(&core);
+            if let Err(why) =
+                crate::core_version::compatible(core_version, crate::core_version::linked_major())
+            {
+                log::error!("{why}");
+                return Err(crate::ffi::core::Failure::with(KaeError::Internal, why));
+            }
             crate::stats::publish("cpu");
             let config = Config::from_core(&core)?;
             crate::logging::configure(config.log_level.as_deref(), config.log_target.as_deref())
@@ -789,6 +890,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 core,
                 libctx,
                 slot,
+                core_version,
                 config,
                 default_provider,
                 default_libctx,
@@ -796,7 +898,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
             });
             let pc = &ctx.config.pool;
             log::info!(
-                "kae {}: backend {} ({}); pool {} queues x depth {}, async offload {} (threads start at first async use); default provider {}",
+                "kae {} in OpenSSL {core_version}: backend {} ({}); pool {} queues x depth {}, async offload {} (threads start at first async use); default provider {}",
                 env!("CARGO_PKG_VERSION"),
                 crate::pool::chosen_backend(pc.backend).0,
                 crate::pool::chosen_backend(pc.backend).1,
@@ -825,6 +927,35 @@ pub unsafe extern "C" fn OSSL_provider_init(
             Ok(1)
         },
     )
+}
+
+/// The core's `openssl-version` parameter, parsed (3.0.0 if the core does not say).
+fn read_core_version(core: &Core) -> crate::core_version::CoreVersion {
+    let fallback = crate::core_version::CoreVersion {
+        major: 3,
+        minor: 0,
+        patch: 0,
+    };
+    let Some(get) = core.get_params else {
+        return fallback;
+    };
+    let mut value: *const c_char = core::ptr::null();
+    let mut req = [
+        OSSL_PARAM {
+            key: c"openssl-version".as_ptr(),
+            data_type: OSSL_PARAM_UTF8_PTR,
+            data: (&mut value as *mut *const c_char).cast(),
+            data_size: core::mem::size_of::<*const c_char>(),
+            return_size: OSSL_PARAM_UNMODIFIED,
+        },
+        END,
+    ];
+    // SAFETY: core function with our handle and a well-formed request array.
+    unsafe { get(core.handle, req.as_mut_ptr()) };
+    // SAFETY: the core set it to NULL or to its static version string.
+    unsafe { crate::ffi::core::opt_cstr(value) }
+        .and_then(crate::core_version::CoreVersion::parse)
+        .unwrap_or(fallback)
 }
 
 /// Turns a `&str` into a C string or reports the parameter as invalid.

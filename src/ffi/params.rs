@@ -51,6 +51,22 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// The entries of the array (without the terminator), for forwarding.
+    pub fn raw(&self) -> &'a [OSSL_PARAM] {
+        if self.ptr.is_null() {
+            return &[];
+        }
+        let mut n = 0;
+        // SAFETY: ptr is a valid array terminated by a NULL key (constructor contract), so
+        // every index up to the terminator is in bounds.
+        unsafe {
+            while !(*self.ptr.add(n)).key.is_null() {
+                n += 1;
+            }
+            core::slice::from_raw_parts(self.ptr, n)
+        }
+    }
+
     /// Keys present in the array (for diagnostics).
     pub fn keys(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -24,7 +24,9 @@ opaque!(
     ASYNC_WAIT_CTX,
     OSSL_PARAM_BLD,
     EVP_MAC,
-    EVP_MAC_CTX
+    EVP_MAC_CTX,
+    EVP_RAND,
+    EVP_RAND_CTX
 );
 
 #[repr(C)]
@@ -103,6 +105,19 @@ pub const OSSL_OP_KEM: c_int = 14;
 pub const OSSL_OP_ENCODER: c_int = 20;
 pub const OSSL_OP_DECODER: c_int = 21;
 pub const OSSL_OP_STORE: c_int = 22;
+
+pub const OSSL_FUNC_RAND_NEWCTX: c_int = 1;
+pub const OSSL_FUNC_RAND_FREECTX: c_int = 2;
+pub const OSSL_FUNC_RAND_INSTANTIATE: c_int = 3;
+pub const OSSL_FUNC_RAND_UNINSTANTIATE: c_int = 4;
+pub const OSSL_FUNC_RAND_GENERATE: c_int = 5;
+pub const OSSL_FUNC_RAND_RESEED: c_int = 6;
+pub const OSSL_FUNC_RAND_ENABLE_LOCKING: c_int = 8;
+pub const OSSL_FUNC_RAND_GETTABLE_CTX_PARAMS: c_int = 12;
+pub const OSSL_FUNC_RAND_SETTABLE_CTX_PARAMS: c_int = 13;
+pub const OSSL_FUNC_RAND_GET_CTX_PARAMS: c_int = 15;
+pub const OSSL_FUNC_RAND_SET_CTX_PARAMS: c_int = 16;
+pub const OSSL_FUNC_RAND_VERIFY_ZEROIZATION: c_int = 17;
 
 pub const OSSL_FUNC_KEYMGMT_NEW: c_int = 1;
 pub const OSSL_FUNC_KEYMGMT_GEN_INIT: c_int = 2;
@@ -432,6 +447,53 @@ extern "C" {
         cb: Option<unsafe extern "C" fn(*const OSSL_PARAM, *mut c_void) -> c_int>,
         arg: *mut c_void,
     ) -> c_int;
+}
+
+// Random generators (EVP_RAND(3)), for kae's own DRBG fronts (`rand.rs`).
+extern "C" {
+    pub fn EVP_RAND_fetch(
+        ctx: *mut OSSL_LIB_CTX,
+        algorithm: *const c_char,
+        properties: *const c_char,
+    ) -> *mut EVP_RAND;
+    pub fn EVP_RAND_free(rand: *mut EVP_RAND);
+    pub fn EVP_RAND_CTX_new(rand: *mut EVP_RAND, parent: *mut EVP_RAND_CTX) -> *mut EVP_RAND_CTX;
+    pub fn EVP_RAND_CTX_free(ctx: *mut EVP_RAND_CTX);
+    pub fn EVP_RAND_instantiate(
+        ctx: *mut EVP_RAND_CTX,
+        strength: c_uint,
+        prediction_resistance: c_int,
+        pstr: *const c_uchar,
+        pstr_len: size_t,
+        params: *const OSSL_PARAM,
+    ) -> c_int;
+    pub fn EVP_RAND_uninstantiate(ctx: *mut EVP_RAND_CTX) -> c_int;
+    pub fn EVP_RAND_generate(
+        ctx: *mut EVP_RAND_CTX,
+        out: *mut c_uchar,
+        outlen: size_t,
+        strength: c_uint,
+        prediction_resistance: c_int,
+        addin: *const c_uchar,
+        addin_len: size_t,
+    ) -> c_int;
+    pub fn EVP_RAND_reseed(
+        ctx: *mut EVP_RAND_CTX,
+        prediction_resistance: c_int,
+        ent: *const c_uchar,
+        ent_len: size_t,
+        addin: *const c_uchar,
+        addin_len: size_t,
+    ) -> c_int;
+    pub fn EVP_RAND_enable_locking(ctx: *mut EVP_RAND_CTX) -> c_int;
+    pub fn EVP_RAND_verify_zeroization(ctx: *mut EVP_RAND_CTX) -> c_int;
+    pub fn EVP_RAND_CTX_get_params(ctx: *mut EVP_RAND_CTX, params: *mut OSSL_PARAM) -> c_int;
+    pub fn EVP_RAND_CTX_set_params(ctx: *mut EVP_RAND_CTX, params: *const OSSL_PARAM) -> c_int;
+    pub fn EVP_RAND_gettable_ctx_params(rand: *const EVP_RAND) -> *const OSSL_PARAM;
+    pub fn EVP_RAND_settable_ctx_params(rand: *const EVP_RAND) -> *const OSSL_PARAM;
+    pub fn RAND_get0_primary(ctx: *mut OSSL_LIB_CTX) -> *mut EVP_RAND_CTX;
+    /// The major version of the libcrypto resolved at run time.
+    pub fn OPENSSL_version_major() -> c_uint;
 }
 
 extern "C" {

@@ -1,5 +1,5 @@
 //! RSA asymmetric cipher: encrypt / decrypt with PKCS#1 v1.5 (implicit rejection on by
-//! default), OAEP, none, and the TLS premaster mode (RFC 5246 §7.4.7.1). Table at the bottom.
+//! default in OpenSSL 3.2+ cores, absent before, as in the core's default provider), OAEP, none, and the TLS premaster mode (RFC 5246 §7.4.7.1). Table at the bottom.
 
 use crate::error::KaeError;
 use crate::ffi::core::with_ctx;
@@ -12,7 +12,7 @@ use crate::keymgmt::KeyObj;
 use crate::provider::{ProvCtx, Table};
 use crate::rsa::padding::{oaep, pkcs1};
 use crate::rsa::{KeyType, PadMode, RsaKey};
-use core::ffi::{c_int, c_uchar, c_void};
+use core::ffi::{c_int, c_uchar, c_void, CStr};
 use std::sync::{Arc, LazyLock};
 use zeroize::Zeroizing;
 
@@ -79,7 +79,9 @@ impl CipherCtx {
         self.label = None;
         self.client_version = 0;
         self.negotiated_version = 0;
-        self.implicit_rejection = true;
+        // On by default from OpenSSL 3.2; before, the default provider has no implicit
+        // rejection (a padding error is an error) and no parameter for it.
+        self.implicit_rejection = self.prov.core_version.implicit_rejection();
         // SAFETY: core array or NULL.
         self.set_params(&unsafe { Params::from_ptr(params) })
     }
@@ -125,7 +127,11 @@ impl CipherCtx {
                 return Err(KaeError::InvalidTlsVersion.into());
             }
         }
-        if let Some(p) = params.locate(c"implicit-rejection") {
+        // Unknown to cores before 3.2, so ignored there as their default provider does.
+        if let Some(p) = params
+            .locate(c"implicit-rejection")
+            .filter(|_| self.prov.core_version.implicit_rejection())
+        {
             self.implicit_rejection = p.get_uint()? != 0;
         }
         Ok(())
@@ -158,7 +164,10 @@ impl CipherCtx {
         if let Some(mut p) = ps.locate(c"tls-negotiated-version") {
             p.set_uint(self.negotiated_version)?;
         }
-        if let Some(mut p) = ps.locate(c"implicit-rejection") {
+        if let Some(mut p) = ps
+            .locate(c"implicit-rejection")
+            .filter(|_| self.prov.core_version.implicit_rejection())
+        {
             p.set_uint(self.implicit_rejection as u32)?;
         }
         Ok(())
@@ -344,6 +353,7 @@ unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {
     };
     let core = prov.core;
     guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
+        let implicit_rejection = prov.core_version.implicit_rejection();
         let ctx = CipherCtx {
             prov,
             key: None,
@@ -355,7 +365,7 @@ unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {
             label: None,
             client_version: 0,
             negotiated_version: 0,
-            implicit_rejection: true,
+            implicit_rejection,
         };
         Ok(Box::into_raw(Box::new(ctx)).cast())
     })
@@ -535,18 +545,54 @@ static SETTABLE: ParamTable<11> = ParamTable([
     END,
 ]);
 
+/// Whether the core of `provctx` knows the `implicit-rejection` parameter (3.2+).
+fn core_has_implicit_rejection(provctx: *mut c_void) -> bool {
+    // SAFETY: registry lookup.
+    unsafe { ProvCtx::clone_arc(provctx) }.is_some_and(|p| p.core_version.implicit_rejection())
+}
+
+/// The parameter table, without `implicit-rejection` for cores before 3.2 (it is last).
+fn described<const N: usize>(t: &'static ParamTable<N>, provctx: *mut c_void) -> *const OSSL_PARAM {
+    if core_has_implicit_rejection(provctx) {
+        return t.as_ptr();
+    }
+    static_without_implicit(t)
+}
+
+/// A copy of `t` whose `implicit-rejection` entry became the terminator, made once per table.
+fn static_without_implicit<const N: usize>(t: &'static ParamTable<N>) -> *const OSSL_PARAM {
+    static COPIES: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+    let key = t as *const _ as usize;
+    let mut g = COPIES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, c)) = g.iter().find(|(k, _)| *k == key) {
+        return *c as *const OSSL_PARAM;
+    }
+    let v: Vec<OSSL_PARAM> =
+        t.0.iter()
+            .filter(|p| {
+                // SAFETY: static descriptions with static keys (or the NULL terminator).
+                p.key.is_null() || unsafe { CStr::from_ptr(p.key) } != c"implicit-rejection"
+            })
+            .copied()
+            .collect();
+    // Leaked on purpose: one small table per cipher table, alive as long as the module.
+    let ptr = Box::leak(v.into_boxed_slice()).as_ptr();
+    g.push((key, ptr as usize));
+    ptr
+}
+
 unsafe extern "C" fn rsa_cipher_gettable_ctx_params(
     _ctx: *mut c_void,
-    _provctx: *mut c_void,
+    provctx: *mut c_void,
 ) -> *const OSSL_PARAM {
-    GETTABLE.as_ptr()
+    std::panic::catch_unwind(|| described(&GETTABLE, provctx)).unwrap_or(core::ptr::null())
 }
 
 unsafe extern "C" fn rsa_cipher_settable_ctx_params(
     _ctx: *mut c_void,
-    _provctx: *mut c_void,
+    provctx: *mut c_void,
 ) -> *const OSSL_PARAM {
-    SETTABLE.as_ptr()
+    std::panic::catch_unwind(|| described(&SETTABLE, provctx)).unwrap_or(core::ptr::null())
 }
 
 pub static RSA_ASYM_CIPHER: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {

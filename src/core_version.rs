@@ -92,10 +92,38 @@ mod tests {
     #[test]
     fn parses_core_version_strings() {
         let v = |s| CoreVersion::parse(s).unwrap();
-        assert_eq!(v("3.0.19"), CoreVersion { major: 3, minor: 0, patch: 19 });
-        assert_eq!(v("3.5.5"), CoreVersion { major: 3, minor: 5, patch: 5 });
-        assert_eq!(v("4.0.0-beta1"), CoreVersion { major: 4, minor: 0, patch: 0 });
-        assert_eq!(v("3.6"), CoreVersion { major: 3, minor: 6, patch: 0 });
+        assert_eq!(
+            v("3.0.19"),
+            CoreVersion {
+                major: 3,
+                minor: 0,
+                patch: 19
+            }
+        );
+        assert_eq!(
+            v("3.5.5"),
+            CoreVersion {
+                major: 3,
+                minor: 5,
+                patch: 5
+            }
+        );
+        assert_eq!(
+            v("4.0.0-beta1"),
+            CoreVersion {
+                major: 4,
+                minor: 0,
+                patch: 0
+            }
+        );
+        assert_eq!(
+            v("3.6"),
+            CoreVersion {
+                major: 3,
+                minor: 6,
+                patch: 0
+            }
+        );
         assert!(CoreVersion::parse("").is_none());
         assert!(CoreVersion::parse("x.y").is_none());
         assert!(CoreVersion::parse("3").is_none());

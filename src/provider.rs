@@ -363,7 +363,7 @@ const KEYLESS_OPERATIONS: [c_int; 7] = [
     OSSL_OP_CIPHER,
     OSSL_OP_MAC,
     OSSL_OP_KDF,
-    OSSL_OP_RAND, // minus the DRBGs kae fronts itself (rand.rs)
+    OSSL_OP_RAND,    // minus the DRBGs kae fronts itself (rand.rs)
     OSSL_OP_DECODER, // makes key objects (RSA ones reach our keymgmt `load`), never takes one
     OSSL_OP_STORE,
 ];
@@ -550,9 +550,21 @@ static SIGNATURE_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
 static RAND_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
     let t = &crate::rand::RAND_TABLES;
     Table(vec![
-        algorithm(c"CTR-DRBG", &t[0], c"kae CTR DRBG (front of a private default-provider DRBG)"),
-        algorithm(c"HASH-DRBG", &t[1], c"kae HASH DRBG (front of a private default-provider DRBG)"),
-        algorithm(c"HMAC-DRBG", &t[2], c"kae HMAC DRBG (front of a private default-provider DRBG)"),
+        algorithm(
+            c"CTR-DRBG",
+            &t[0],
+            c"kae CTR DRBG (front of a private default-provider DRBG)",
+        ),
+        algorithm(
+            c"HASH-DRBG",
+            &t[1],
+            c"kae HASH DRBG (front of a private default-provider DRBG)",
+        ),
+        algorithm(
+            c"HMAC-DRBG",
+            &t[2],
+            c"kae HMAC DRBG (front of a private default-provider DRBG)",
+        ),
         ALG_END,
     ])
 });

@@ -335,9 +335,11 @@ pub static RAND_TABLES: [LazyLock<Table<OSSL_DISPATCH>>; 3] =
 
 /// Whether the default provider's generator `names` is one kae offers itself.
 pub fn is_kae_generator(names: &str) -> bool {
-    names
-        .split(':')
-        .any(|n| NAMES.iter().any(|k| k.to_bytes().eq_ignore_ascii_case(n.as_bytes())))
+    names.split(':').any(|n| {
+        NAMES
+            .iter()
+            .any(|k| k.to_bytes().eq_ignore_ascii_case(n.as_bytes()))
+    })
 }
 
 #[cfg(test)]

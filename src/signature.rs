@@ -73,7 +73,13 @@ impl SigCtx {
         self.md_locked = false;
         self.md = None;
         self.mgf1 = None;
-        self.saltlen = SaltLen::Auto;
+        // The default provider's default: auto-digestmax from OpenSSL 3.1, auto (as long as
+        // fits) before.
+        self.saltlen = if self.prov.core_version.pss_auto_digestmax() {
+            SaltLen::AutoDigestMax
+        } else {
+            SaltLen::Auto
+        };
         match key.kind {
             KeyType::Rsa => self.pad = PadMode::Pkcs1,
             KeyType::RsaPss => {
@@ -194,11 +200,11 @@ impl SigCtx {
             let for_sign = self.op == Operation::Sign;
             let s = if p.data_type() == OSSL_PARAM_UTF8_STRING {
                 let v = p.get_utf8()?;
-                SaltLen::from_name(v, for_sign)
+                SaltLen::from_name(v, for_sign, self.prov.core_version.pss_auto_digestmax())
                     .map_err(|e| Failure::with(e, format!("saltlen={v}")))?
             } else {
                 let v = p.get_int()?;
-                SaltLen::from_openssl_int(v, for_sign)
+                SaltLen::from_openssl_int(v, for_sign, self.prov.core_version.pss_auto_digestmax())
                     .map_err(|e| Failure::with(e, format!("saltlen={v}")))?
             };
             if self.pad != PadMode::Pss {

@@ -951,6 +951,25 @@ pub fn reference() -> &'static Lib {
     R.get_or_init(load_reference)
 }
 
+/// The running libcrypto's `(major, minor)` (the core these tests run in: the system's, or
+/// another 3.x core given through `LD_LIBRARY_PATH`, as scripts/compat.sh does).
+pub fn core_version() -> (u32, u32) {
+    // SAFETY: a plain getter.
+    let n = unsafe { openssl_sys::OpenSSL_version_num() } as u64;
+    (((n >> 28) & 0xf) as u32, ((n >> 20) & 0xff) as u32)
+}
+
+/// PKCS#1 v1.5 decryption with implicit rejection (on by default) exists in the running core
+/// (OpenSSL 3.2+); kae follows the core.
+pub fn core_has_implicit_rejection() -> bool {
+    core_version() >= (3, 2)
+}
+
+/// The PSS salt length "auto-digestmax" exists and is the signing default (OpenSSL 3.1+).
+pub fn core_has_auto_digestmax() -> bool {
+    core_version() >= (3, 1)
+}
+
 /// Both contexts: `[kae, reference]`.
 pub fn both() -> [&'static Lib; 2] {
     [kae(), reference()]

@@ -31,10 +31,53 @@ pub const RSA_PSS_SALTLEN_AUTO: i32 = -2;
 pub const RSA_PSS_SALTLEN_MAX: i32 = -3;
 pub const RSA_PSS_SALTLEN_AUTO_DIGEST_MAX: i32 = -4;
 
+/// C's `atoi` as glibc implements it (`(int) strtol(s, NULL, 10)`): leading whitespace, an
+/// optional sign, decimal digits up to the first other byte; no digits gives 0; a value out
+/// of `long`'s range saturates, and the conversion to `int` keeps the low 32 bits.
+fn c_atoi(s: &str) -> i32 {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r') {
+        i += 1;
+    }
+    let negative = match b.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut v: i64 = 0;
+    let mut saturated = false;
+    while let Some(d) = b.get(i).filter(|d| d.is_ascii_digit()) {
+        let digit = i64::from(d - b'0');
+        match v.checked_mul(10).and_then(|x| {
+            if negative {
+                x.checked_sub(digit)
+            } else {
+                x.checked_add(digit)
+            }
+        }) {
+            Some(x) if !saturated => v = x,
+            _ => {
+                saturated = true;
+                v = if negative { i64::MIN } else { i64::MAX };
+            }
+        }
+        i += 1;
+    }
+    v as i32
+}
+
 impl SaltLen {
     /// From OpenSSL's integer encoding: -1 digest, -2 max (signing) / auto (verifying),
-    /// -3 max, -4 auto-digestmax, n ≥ 0 fixed. Anything else is `InvalidSaltLength`.
-    pub fn from_openssl_int(v: i32, for_sign: bool) -> KaeResult<SaltLen> {
+    /// -3 max, -4 auto-digestmax (only when `digestmax_known`: OpenSSL 3.1+), n ≥ 0 fixed.
+    /// Anything else is `InvalidSaltLength`, as the default provider's lower bound check.
+    pub fn from_openssl_int(v: i32, for_sign: bool, digestmax_known: bool) -> KaeResult<SaltLen> {
         match v {
             RSA_PSS_SALTLEN_DIGEST => Ok(SaltLen::Digest),
             RSA_PSS_SALTLEN_AUTO => Ok(if for_sign {
@@ -43,7 +86,7 @@ impl SaltLen {
                 SaltLen::Auto
             }),
             RSA_PSS_SALTLEN_MAX => Ok(SaltLen::Max),
-            RSA_PSS_SALTLEN_AUTO_DIGEST_MAX => Ok(SaltLen::AutoDigestMax),
+            RSA_PSS_SALTLEN_AUTO_DIGEST_MAX if digestmax_known => Ok(SaltLen::AutoDigestMax),
             n if n >= 0 => Ok(SaltLen::Fixed(n as usize)),
             _ => Err(KaeError::InvalidSaltLength),
         }
@@ -60,30 +103,18 @@ impl SaltLen {
         })
     }
 
-    /// From the `OSSL_SIGNATURE_PARAM_PSS_SALTLEN` string form: "digest", "max", "auto",
-    /// "auto-digestmax" (case-insensitive) or a decimal number; negative numbers are
-    /// OpenSSL's codes, read as [`from_openssl_int`](Self::from_openssl_int) does with
-    /// `for_sign`.
-    pub fn from_name(s: &str, for_sign: bool) -> KaeResult<SaltLen> {
-        let s = s.trim();
-        if s.eq_ignore_ascii_case("digest") {
-            Ok(SaltLen::Digest)
-        } else if s.eq_ignore_ascii_case("max") {
-            Ok(SaltLen::Max)
-        } else if s.eq_ignore_ascii_case("auto") {
-            Ok(SaltLen::Auto)
-        } else if s.eq_ignore_ascii_case("auto-digestmax") {
-            Ok(SaltLen::AutoDigestMax)
-        } else if !s.is_empty()
-            && s.trim_start_matches('-')
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        {
-            // Numbers, including OpenSSL's negative codes.
-            let n: i32 = s.parse().map_err(|_| KaeError::InvalidSaltLength)?;
-            SaltLen::from_openssl_int(n, for_sign)
-        } else {
-            Err(KaeError::InvalidSaltLength)
+    /// From the `OSSL_SIGNATURE_PARAM_PSS_SALTLEN` string form, read exactly as OpenSSL's
+    /// default provider reads it: the keywords "digest", "max", "auto" (and "auto-digestmax"
+    /// when `digestmax_known`, OpenSSL 3.1+) compared case-sensitively, anything else through
+    /// C's `atoi` (so "bogus" is 0 and "20x" is 20), then the integer rules of
+    /// [`from_openssl_int`](Self::from_openssl_int).
+    pub fn from_name(s: &str, for_sign: bool, digestmax_known: bool) -> KaeResult<SaltLen> {
+        match s {
+            "digest" => Ok(SaltLen::Digest),
+            "max" => Ok(SaltLen::Max),
+            "auto" => Ok(SaltLen::Auto),
+            "auto-digestmax" if digestmax_known => Ok(SaltLen::AutoDigestMax),
+            _ => SaltLen::from_openssl_int(c_atoi(s), for_sign, digestmax_known),
         }
     }
 
@@ -251,22 +282,19 @@ mod tests {
 
     #[test]
     fn salt_len_parsing() {
-        assert_eq!(SaltLen::from_openssl_int(-1, true), Ok(SaltLen::Digest));
-        assert_eq!(SaltLen::from_openssl_int(-2, true), Ok(SaltLen::Max));
-        assert_eq!(SaltLen::from_openssl_int(-2, false), Ok(SaltLen::Auto));
-        assert_eq!(SaltLen::from_openssl_int(-3, false), Ok(SaltLen::Max));
+        let int = |v, sign| SaltLen::from_openssl_int(v, sign, true);
+        assert_eq!(int(-1, true), Ok(SaltLen::Digest));
+        assert_eq!(int(-2, true), Ok(SaltLen::Max));
+        assert_eq!(int(-2, false), Ok(SaltLen::Auto));
+        assert_eq!(int(-3, false), Ok(SaltLen::Max));
+        assert_eq!(int(-4, true), Ok(SaltLen::AutoDigestMax));
+        assert_eq!(int(0, true), Ok(SaltLen::Fixed(0)));
+        assert_eq!(int(32, false), Ok(SaltLen::Fixed(32)));
+        assert_eq!(int(-5, true), Err(KaeError::InvalidSaltLength));
+        assert_eq!(int(i32::MIN, true), Err(KaeError::InvalidSaltLength));
+        // OpenSSL 3.0 does not know -4.
         assert_eq!(
-            SaltLen::from_openssl_int(-4, true),
-            Ok(SaltLen::AutoDigestMax)
-        );
-        assert_eq!(SaltLen::from_openssl_int(0, true), Ok(SaltLen::Fixed(0)));
-        assert_eq!(SaltLen::from_openssl_int(32, false), Ok(SaltLen::Fixed(32)));
-        assert_eq!(
-            SaltLen::from_openssl_int(-5, true),
-            Err(KaeError::InvalidSaltLength)
-        );
-        assert_eq!(
-            SaltLen::from_openssl_int(i32::MIN, true),
+            SaltLen::from_openssl_int(-4, true, false),
             Err(KaeError::InvalidSaltLength)
         );
         for s in [
@@ -276,48 +304,64 @@ mod tests {
             SaltLen::AutoDigestMax,
             SaltLen::Fixed(7),
         ] {
-            assert_eq!(
-                SaltLen::from_openssl_int(s.to_openssl_int().unwrap(), false).unwrap(),
-                s
-            );
-            assert_eq!(SaltLen::from_name(&s.name(), false).unwrap(), s);
-            assert_eq!(SaltLen::from_name(&s.name(), true).unwrap(), s);
+            assert_eq!(int(s.to_openssl_int().unwrap(), false).unwrap(), s);
+            assert_eq!(SaltLen::from_name(&s.name(), false, true).unwrap(), s);
+            assert_eq!(SaltLen::from_name(&s.name(), true, true).unwrap(), s);
         }
         assert_eq!(
             SaltLen::Fixed(usize::MAX).to_openssl_int(),
             Err(KaeError::InvalidSaltLength)
         );
-        assert_eq!(SaltLen::from_name("digest", true), Ok(SaltLen::Digest));
-        assert_eq!(SaltLen::from_name("MAX", false), Ok(SaltLen::Max));
-        assert_eq!(SaltLen::from_name("auto", false), Ok(SaltLen::Auto));
-        assert_eq!(
-            SaltLen::from_name("auto-digestmax", false),
-            Ok(SaltLen::AutoDigestMax)
-        );
-        assert_eq!(SaltLen::from_name("20", true), Ok(SaltLen::Fixed(20)));
-        assert_eq!(SaltLen::from_name("0", false), Ok(SaltLen::Fixed(0)));
-        assert_eq!(SaltLen::from_name("-1", false), Ok(SaltLen::Digest));
-        assert_eq!(SaltLen::from_name("-2", false), Ok(SaltLen::Auto));
-        assert_eq!(SaltLen::from_name("-2", true), Ok(SaltLen::Max));
-        assert_eq!(SaltLen::from_name("-3", false), Ok(SaltLen::Max));
-        assert_eq!(SaltLen::from_name("-4", true), Ok(SaltLen::AutoDigestMax));
-        for bad in [
-            "",
-            "-5",
-            "-",
-            "--1",
-            "+3",
-            "1.5",
-            "autox",
-            "99999999999",
-            "x",
+        let name = |s, sign| SaltLen::from_name(s, sign, true);
+        assert_eq!(name("digest", true), Ok(SaltLen::Digest));
+        assert_eq!(name("max", false), Ok(SaltLen::Max));
+        assert_eq!(name("auto", false), Ok(SaltLen::Auto));
+        assert_eq!(name("auto-digestmax", false), Ok(SaltLen::AutoDigestMax));
+        assert_eq!(name("20", true), Ok(SaltLen::Fixed(20)));
+        assert_eq!(name("0", false), Ok(SaltLen::Fixed(0)));
+        assert_eq!(name("-1", false), Ok(SaltLen::Digest));
+        assert_eq!(name("-2", false), Ok(SaltLen::Auto));
+        assert_eq!(name("-2", true), Ok(SaltLen::Max));
+        assert_eq!(name("-3", false), Ok(SaltLen::Max));
+        assert_eq!(name("-4", true), Ok(SaltLen::AutoDigestMax));
+        // Everything else goes through atoi, as in the default provider.
+        for (text, n) in [
+            ("", 0),
+            ("x", 0),
+            ("MAX", 0),
+            ("Digest", 0),
+            (" auto", 0),
+            ("autox", 0),
+            ("-", 0),
+            ("--1", 0),
+            ("+3", 3),
+            ("1.5", 1),
+            (" 20x", 20),
+            ("\t7", 7),
         ] {
-            assert_eq!(
-                SaltLen::from_name(bad, false),
-                Err(KaeError::InvalidSaltLength),
-                "{bad}"
-            );
+            assert_eq!(name(text, false), Ok(SaltLen::Fixed(n)), "{text:?}");
         }
+        assert_eq!(name("-5", false), Err(KaeError::InvalidSaltLength));
+        assert_eq!(
+            name("-99999999999", false),
+            Err(KaeError::InvalidSaltLength)
+        );
+        // 99999999999 = 0x17_4876_E7FF: the low 32 bits as int are 1215752191.
+        assert_eq!(
+            name("99999999999", false),
+            Ok(SaltLen::Fixed(1_215_752_191))
+        );
+        // Beyond long: strtol saturates at LONG_MAX, whose low 32 bits are -1 (digest).
+        assert_eq!(name("99999999999999999999", false), Ok(SaltLen::Digest));
+        // OpenSSL 3.0: "auto-digestmax" is not a keyword there, so it reads as 0.
+        assert_eq!(
+            SaltLen::from_name("auto-digestmax", true, false),
+            Ok(SaltLen::Fixed(0))
+        );
+        assert_eq!(
+            SaltLen::from_name("-4", true, false),
+            Err(KaeError::InvalidSaltLength)
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ extern crate openssl_sys;
 
 pub mod asym_cipher;
 pub mod backend;
+pub mod encoder;
 pub mod env;
 pub mod error;
 pub mod ffi;

@@ -316,6 +316,12 @@ impl ProvCtx {
         }
     }
 
+    /// The private library context holding our default provider (NULL with
+    /// `load-default = no`); kae's encoders encode there.
+    pub fn default_libctx(&self) -> *mut OSSL_LIB_CTX {
+        self.default_libctx
+    }
+
     pub fn rng(&self) -> crate::ffi::digest::Rng {
         crate::ffi::digest::Rng {
             libctx: self.libctx,
@@ -665,6 +671,11 @@ unsafe extern "C" fn kae_query_operation(
             },
             OSSL_OP_SIGNATURE => merged(&prov, operation_id, &SIGNATURE_ALGS),
             OSSL_OP_ASYM_CIPHER => merged(&prov, operation_id, &ASYM_CIPHER_ALGS),
+            // kae's own RSA / RSA-PSS encoders work in the private default provider's
+            // context, so they are listed only when it is loaded.
+            OSSL_OP_ENCODER if !prov.default_provider.is_null() => {
+                merged(&prov, operation_id, &crate::encoder::ENCODER_ALGS)
+            }
             other => prov.proxied(other),
         }
     });

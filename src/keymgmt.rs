@@ -220,7 +220,7 @@ fn import_into(key: &mut RsaKey, selection: c_int, params: &Params<'_>) -> Resul
 }
 
 /// Builds the export parameter array for the selected parts of `key`.
-fn export_params(
+pub(crate) fn export_params(
     key: &RsaKey,
     selection: c_int,
 ) -> Result<crate::ffi::params::OwnedParams, KaeError> {
@@ -381,6 +381,34 @@ unsafe extern "C" fn rsa_import(
         obj.key = Arc::new(key);
         Ok(1)
     })
+}
+
+/// A new key object of `kind` for instance `prov`, filled from `params` (what an encoder's
+/// `import_object` receives when the core hands it another provider's key).
+pub(crate) fn import_object(
+    prov: Arc<ProvCtx>,
+    kind: KeyType,
+    selection: c_int,
+    params: &Params<'_>,
+) -> Result<*mut c_void, Failure> {
+    let mut key = RsaKey::empty(kind);
+    key.set_libctx(prov.libctx);
+    import_into(&mut key, selection, params)?;
+    Ok(KeyObj::new(prov, key).into_raw())
+}
+
+/// Frees a key object made by this module; NULL and pointers that are not our key objects are
+/// left alone.
+///
+/// # Safety
+/// `p` is NULL or points to at least 8 readable bytes; if it carries our tag it is a live key
+/// object created by this module that nobody uses any more.
+pub(crate) unsafe fn free_object(p: *mut c_void) {
+    // SAFETY: caller contract.
+    if unsafe { KeyObj::from_ptr(p) }.is_some() {
+        // SAFETY: tagged, so made by Box::into_raw in this module (caller contract).
+        drop(unsafe { Box::from_raw(p.cast::<KeyObj>()) });
+    }
 }
 
 type OsslCallback = unsafe extern "C" fn(params: *const OSSL_PARAM, arg: *mut c_void) -> c_int;

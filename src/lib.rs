@@ -12,6 +12,7 @@ extern crate openssl_sys;
 pub mod asym_cipher;
 pub mod backend;
 pub mod core_version;
+pub mod encoder;
 pub mod env;
 pub mod error;
 pub mod ffi;

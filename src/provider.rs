@@ -330,6 +330,11 @@ impl ProvCtx {
         self.default_libctx
     }
 
+    /// The same context, under the name kae's encoders use (they encode there).
+    pub fn default_libctx(&self) -> *mut OSSL_LIB_CTX {
+        self.default_libctx
+    }
+
     /// Where kae's own random numbers (blinding, key generation) come from: the private
     /// default provider's DRBG chain when kae loaded it, else the application's providers
     /// (through our child context). Never a generator that kae itself lists: that would
@@ -768,6 +773,11 @@ unsafe extern "C" fn kae_query_operation(
             // Only with the private default provider: the fronts forward to it.
             OSSL_OP_RAND if !prov.default_provider.is_null() => {
                 merged(&prov, operation_id, &RAND_ALGS)
+            }
+            // kae's own RSA / RSA-PSS encoders work in the private default provider's
+            // context, so they are listed only when it is loaded.
+            OSSL_OP_ENCODER if !prov.default_provider.is_null() => {
+                merged(&prov, operation_id, &crate::encoder::ENCODER_ALGS)
             }
             other => prov.proxied(other),
         }

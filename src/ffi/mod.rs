@@ -7,6 +7,7 @@ pub mod async_job;
 pub mod bn;
 pub mod core;
 pub mod digest;
+pub mod encode;
 pub mod fork;
 pub mod memcheck;
 pub mod params;

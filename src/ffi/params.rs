@@ -182,6 +182,23 @@ impl<'a> Param<'a> {
         core::str::from_utf8(bytes).map_err(|_| KaeError::InvalidParam)
     }
 
+    /// A string parameter that carries no string: NULL data, or a UTF8_PTR / OCTET_PTR whose
+    /// pointer is NULL (how `OSSL_ENCODER_CTX_set_cipher(ctx, NULL, NULL)` says "no cipher").
+    pub fn is_null_string(&self) -> bool {
+        // SAFETY: valid element (constructor contract).
+        let p = unsafe { &*self.ptr };
+        if p.data.is_null() {
+            return true;
+        }
+        match p.data_type {
+            // SAFETY: for the pointer types, data points to a pointer.
+            OSSL_PARAM_UTF8_PTR | OSSL_PARAM_OCTET_PTR => unsafe {
+                (*(p.data as *const *const c_char)).is_null()
+            },
+            _ => false,
+        }
+    }
+
     /// An octet string parameter (OCTET_STRING or OCTET_PTR).
     pub fn get_octets(&self) -> KaeResult<&'a [u8]> {
         let mut p: *const libc::c_void = core::ptr::null();

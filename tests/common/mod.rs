@@ -970,6 +970,146 @@ pub fn core_has_auto_digestmax() -> bool {
     core_version() >= (3, 1)
 }
 
+/// "core 3.5 (implicit rejection)" / "core 3.0 (no implicit rejection)", for the line a
+/// PKCS#1 v1.5 decryption test prints to say which behaviour it checked.
+pub fn implicit_rejection_mode() -> String {
+    let (major, minor) = core_version();
+    if core_has_implicit_rejection() {
+        format!("core {major}.{minor} (implicit rejection)")
+    } else {
+        format!("core {major}.{minor} (no implicit rejection)")
+    }
+}
+
+/// What an RSA decryption context of one provider says about the `implicit-rejection`
+/// parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImplicitRejectionParam {
+    /// Listed by `EVP_PKEY_CTX_settable_params`.
+    pub settable: bool,
+    /// Listed by `EVP_PKEY_CTX_gettable_params`.
+    pub gettable: bool,
+    /// Answered by `EVP_PKEY_CTX_get_params` on a fresh PKCS#1 decryption context.
+    pub initial: Option<u32>,
+    /// Answered after `implicit-rejection=0` was set.
+    pub after_setting_0: Option<u32>,
+}
+
+extern "C" {
+    fn EVP_PKEY_CTX_settable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
+    fn EVP_PKEY_CTX_gettable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
+}
+
+/// Whether the parameter description array `p` (may be NULL) lists `key`.
+fn param_list_has(p: *const OSSL_PARAM, key: &str) -> bool {
+    !p.is_null() && unsafe { !OSSL_PARAM_locate_const(p, intern(key).as_ptr()).is_null() }
+}
+
+/// Reads `implicit-rejection` as an unsigned integer; `None` when the provider leaves it
+/// unanswered.
+fn get_implicit_rejection(ctx: &PkeyCtx) -> Option<u32> {
+    let mut v: c_uint = 0xdead;
+    let mut params = [
+        OSSL_PARAM {
+            key: intern("implicit-rejection").as_ptr(),
+            data_type: OSSL_PARAM_UNSIGNED_INTEGER,
+            data: (&mut v as *mut c_uint).cast(),
+            data_size: std::mem::size_of::<c_uint>(),
+            return_size: OSSL_PARAM_UNMODIFIED,
+        },
+        OSSL_PARAM {
+            key: ptr::null(),
+            data_type: 0,
+            data: ptr::null_mut(),
+            data_size: 0,
+            return_size: 0,
+        },
+    ];
+    let r = unsafe { EVP_PKEY_CTX_get_params(ctx.0, params.as_mut_ptr()) };
+    let e = take_errors("EVP_PKEY_CTX_get_params(implicit-rejection)");
+    assert_eq!(
+        r, 1,
+        "EVP_PKEY_CTX_get_params(implicit-rejection) returned {r}: {e}"
+    );
+    (params[0].return_size != OSSL_PARAM_UNMODIFIED).then_some(v)
+}
+
+/// The `implicit-rejection` parameter as `lib`'s provider presents it on a PKCS#1 v1.5
+/// decryption context for `key`.
+pub fn implicit_rejection_param(lib: &Lib, key: &Pkey) -> ImplicitRejectionParam {
+    let ctx = ok(
+        op_setup(
+            lib,
+            key,
+            EVP_PKEY_decrypt_init,
+            "EVP_PKEY_decrypt",
+            &Enc::pkcs1().params(),
+        ),
+        &format!("PKCS#1 decryption context [{}]", lib.label),
+    );
+    let settable = param_list_has(
+        unsafe { EVP_PKEY_CTX_settable_params(ctx.0) },
+        "implicit-rejection",
+    );
+    let gettable = param_list_has(
+        unsafe { EVP_PKEY_CTX_gettable_params(ctx.0) },
+        "implicit-rejection",
+    );
+    clear_errors();
+    let initial = get_implicit_rejection(&ctx);
+    ok(
+        ctx.set_params(&ParamsBuilder::new().uint("implicit-rejection", 0).build()),
+        &format!("set implicit-rejection=0 [{}]", lib.label),
+    );
+    let after_setting_0 = get_implicit_rejection(&ctx);
+    ImplicitRejectionParam {
+        settable,
+        gettable,
+        initial,
+        after_setting_0,
+    }
+}
+
+/// kae presents `implicit-rejection` exactly as the running core's default provider does:
+/// from OpenSSL 3.2 settable, gettable, 1 by default and 0 once set so; before 3.2 unknown
+/// (in neither list, never answered, setting it is accepted and ignored).
+/// `kae_key` and `ref_key` are the same key in the kae and the reference library context.
+pub fn check_implicit_rejection_param(kae_key: &Pkey, ref_key: &Pkey) {
+    let ours = implicit_rejection_param(kae(), kae_key);
+    let theirs = implicit_rejection_param(reference(), ref_key);
+    let expected = if core_has_implicit_rejection() {
+        ImplicitRejectionParam {
+            settable: true,
+            gettable: true,
+            initial: Some(1),
+            after_setting_0: Some(0),
+        }
+    } else {
+        ImplicitRejectionParam {
+            settable: false,
+            gettable: false,
+            initial: None,
+            after_setting_0: None,
+        }
+    };
+    assert_eq!(
+        theirs,
+        expected,
+        "{}: the default provider's implicit-rejection parameter (test premise)",
+        implicit_rejection_mode()
+    );
+    assert_eq!(
+        ours,
+        theirs,
+        "{}: kae's implicit-rejection parameter differs from the default provider's",
+        implicit_rejection_mode()
+    );
+    eprintln!(
+        "[implicit rejection] {}: parameter as the default provider has it: {ours:?}",
+        implicit_rejection_mode()
+    );
+}
+
 /// Both contexts: `[kae, reference]`.
 pub fn both() -> [&'static Lib; 2] {
     [kae(), reference()]

@@ -249,6 +249,11 @@ impl CipherCtx {
                 format!("ciphertext is {} bytes, modulus {k}", ct.len()),
             ));
         }
+        // From OpenSSL 3.2 (with implicit rejection) the default provider refuses an empty
+        // ciphertext in every mode; 3.0 and 3.1 read it as the number 0.
+        if ct.is_empty() && self.prov.core_version.implicit_rejection() {
+            return Err(Failure::with(KaeError::DataTooSmall, "empty ciphertext"));
+        }
         self.check_label_use()?;
         let mut c = vec![0u8; k];
         c[k - ct.len()..].copy_from_slice(ct);

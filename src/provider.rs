@@ -469,6 +469,13 @@ static SIGNATURE_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
     ])
 });
 
+static KEM_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
+    Table(vec![
+        algorithm(RSA_NAMES, &crate::kem::RSA_KEM, c"kae RSA KEM (RSASVE)"),
+        ALG_END,
+    ])
+});
+
 static ASYM_CIPHER_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
     Table(vec![
         algorithm(
@@ -664,6 +671,7 @@ unsafe extern "C" fn kae_query_operation(
                 None => core::ptr::null(),
             },
             OSSL_OP_SIGNATURE => merged(&prov, operation_id, &SIGNATURE_ALGS),
+            OSSL_OP_KEM => merged(&prov, operation_id, &KEM_ALGS),
             OSSL_OP_ASYM_CIPHER => merged(&prov, operation_id, &ASYM_CIPHER_ALGS),
             other => prov.proxied(other),
         }
@@ -827,6 +835,60 @@ pub unsafe extern "C" fn OSSL_provider_init(
     )
 }
 
+// ---------------------------------------------------------------------------------------------
+// TEMPORARY (branch h-kem): a minimal `ProvCtx::core_at_least` until main's lands. It reads the
+// core's `openssl-version` parameter once per process (one libcrypto, one core). The integrator
+// replaces this block with main's implementation, which has the same signature.
+// ---------------------------------------------------------------------------------------------
+
+impl ProvCtx {
+    /// Whether the running core is OpenSSL `major.minor` or newer.
+    pub fn core_at_least(&self, major: u32, minor: u32) -> bool {
+        core_version(&self.core) >= (major, minor)
+    }
+}
+
+/// The core's (major, minor); 3.0 when the core does not say (never newer features by mistake).
+fn core_version(core: &Core) -> (u32, u32) {
+    static VERSION: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| read_core_version(core).unwrap_or((3, 0)))
+}
+
+fn read_core_version(core: &Core) -> Option<(u32, u32)> {
+    let get = core.get_params?;
+    let mut v: *const c_char = core::ptr::null();
+    let mut req = [
+        OSSL_PARAM {
+            key: c"openssl-version".as_ptr(),
+            data_type: OSSL_PARAM_UTF8_PTR,
+            data: (&mut v as *mut *const c_char).cast(),
+            data_size: core::mem::size_of::<*const c_char>(),
+            return_size: OSSL_PARAM_UNMODIFIED,
+        },
+        END,
+    ];
+    // SAFETY: core function with our handle and a well-formed request array.
+    if unsafe { get(core.handle, req.as_mut_ptr()) } != 1 {
+        return None;
+    }
+    // SAFETY: the core set it to NULL or to a static version string.
+    parse_core_version(unsafe { crate::ffi::core::opt_cstr(v) }?)
+}
+
+/// "3.5.5" (or "4.0.0-dev") → (3, 5).
+pub(crate) fn parse_core_version(s: &str) -> Option<(u32, u32)> {
+    let mut parts = s.trim().split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor: String = parts
+        .next()?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    Some((major, minor.parse().ok()?))
+}
+
+// ---- end of the temporary block -------------------------------------------------------------
+
 /// Turns a `&str` into a C string or reports the parameter as invalid.
 pub fn cstring(s: &str) -> Result<CString, KaeError> {
     CString::new(s).map_err(|_| KaeError::InvalidParam)
@@ -866,5 +928,15 @@ mod tests {
         }
         assert!(!relisting_allowed(15, "AES"), "unknown operation class");
         assert!(!relisting_allowed(99, "X"), "unknown operation class");
+    }
+
+    #[test]
+    fn core_version_strings() {
+        assert_eq!(parse_core_version("3.0.19"), Some((3, 0)));
+        assert_eq!(parse_core_version("3.5.5"), Some((3, 5)));
+        assert_eq!(parse_core_version("4.0.0-dev"), Some((4, 0)));
+        assert_eq!(parse_core_version("3.10"), Some((3, 10)));
+        assert_eq!(parse_core_version("garbage"), None);
+        assert_eq!(parse_core_version("3"), None);
     }
 }

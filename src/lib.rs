@@ -1,7 +1,7 @@
 //! kae: an OpenSSL 3 provider that takes RSA off the application's CPU thread.
 //!
 //! Layout (see ARCHITECTURE.md): `ffi` is the only module with raw OpenSSL pointers;
-//! `provider`, `keymgmt`, `signature`, `asym_cipher` are the dispatch-table modules (thin
+//! `provider`, `keymgmt`, `signature`, `asym_cipher`, `kem` are the dispatch-table modules (thin
 //! `extern "C"` shims over safe code); `rsa` holds the key object, arithmetic and padding;
 //! `backend` is the seam to the CPU / hardware executors.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -16,6 +16,7 @@ pub mod encoder;
 pub mod env;
 pub mod error;
 pub mod ffi;
+pub mod kem;
 pub mod keymgmt;
 pub mod logging;
 pub mod names;

@@ -574,6 +574,28 @@ static RAND_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
     ])
 });
 
+/// The plain RSA signature plus the composite `RSA-SHA*` algorithms (OpenSSL 3.4+); listed
+/// instead of [`SIGNATURE_ALGS`] only when the running core is 3.4 or newer.
+static SIGNATURE_ALGS_WITH_SIGALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
+    let mut v = vec![algorithm(
+        RSA_NAMES,
+        &crate::signature::RSA_SIGNATURE,
+        c"kae RSA signature",
+    )];
+    v.extend(
+        crate::signature::sigalg_tables().map(|(names, imp, descr)| algorithm(names, imp, descr)),
+    );
+    v.push(ALG_END);
+    Table(v)
+});
+
+static KEM_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
+    Table(vec![
+        algorithm(RSA_NAMES, &crate::kem::RSA_KEM, c"kae RSA KEM (RSASVE)"),
+        ALG_END,
+    ])
+});
+
 static ASYM_CIPHER_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
     Table(vec![
         algorithm(
@@ -768,7 +790,15 @@ unsafe extern "C" fn kae_query_operation(
                 Some(t) => merged(&prov, operation_id, t),
                 None => core::ptr::null(),
             },
-            OSSL_OP_SIGNATURE => merged(&prov, operation_id, &SIGNATURE_ALGS),
+            OSSL_OP_SIGNATURE => {
+                let table = if prov.core_at_least(3, 4) {
+                    &SIGNATURE_ALGS_WITH_SIGALGS
+                } else {
+                    &SIGNATURE_ALGS
+                };
+                merged(&prov, operation_id, table)
+            }
+            OSSL_OP_KEM => merged(&prov, operation_id, &KEM_ALGS),
             OSSL_OP_ASYM_CIPHER => merged(&prov, operation_id, &ASYM_CIPHER_ALGS),
             // Only with the private default provider: the fronts forward to it.
             OSSL_OP_RAND if !prov.default_provider.is_null() => {

@@ -1,5 +1,9 @@
 //! RSA signature: sign / verify / verify_recover, digest sign/verify, context parameters.
 //! Paddings: PKCS#1 v1.5 (RFC 8017 §8.2), PSS (§8.1), ANSI X9.31, none. Table at the bottom.
+//!
+//! Also the composite algorithms OpenSSL 3.4 added (`RSA-SHA256` and the like: PKCS#1 v1.5
+//! with a fixed digest, used through `EVP_PKEY_sign_message_*` / `EVP_PKEY_verify_message_*`
+//! or `EVP_PKEY_sign` on a digest), listed only on 3.4+ cores; see "Composite algorithms".
 
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
@@ -14,7 +18,7 @@ use crate::provider::{ProvCtx, Table};
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::{pkcs1, pss, x931, DigestId};
 use crate::rsa::{KeyType, PadMode, RsaKey};
-use core::ffi::{c_char, c_int, c_uchar, c_void};
+use core::ffi::{c_char, c_int, c_uchar, c_void, CStr};
 use std::sync::{Arc, LazyLock};
 use zeroize::Zeroizing;
 
@@ -23,6 +27,10 @@ enum Operation {
     Sign,
     Verify,
     VerifyRecover,
+    /// `sign_message_init` of a composite algorithm (the message is hashed here).
+    SignMessage,
+    /// `verify_message_init` of a composite algorithm.
+    VerifyMessage,
 }
 
 pub struct SigCtx {
@@ -39,6 +47,17 @@ pub struct SigCtx {
     md_ctx: Option<MdCtx>,
     /// The digest may not change once digest-sign has started.
     md_locked: bool,
+    /// Set by a composite algorithm's init: the digest is fixed, the padding PKCS#1 v1.5, and
+    /// the only settable parameter is `signature` (verify-message).
+    sigalg: Option<&'static SigAlg>,
+    /// Which calls may come next in a composite operation (as the default provider's
+    /// flag_allow_update / _final / _oneshot): a final ends the operation, an update rules
+    /// out the one-shot call.
+    allow_update: bool,
+    allow_final: bool,
+    allow_oneshot: bool,
+    /// The signature verify-message checks (the `signature` parameter).
+    sig: Option<Vec<u8>>,
 }
 
 impl SigCtx {
@@ -57,6 +76,14 @@ impl SigCtx {
         params: *const OSSL_PARAM,
         op: Operation,
     ) -> Result<(), Failure> {
+        self.init_key(keydata, op)?;
+        // SAFETY: params from the core (valid array or NULL).
+        self.set_params(&unsafe { Params::from_ptr(params) })
+    }
+
+    /// The part of init common to the plain and the composite algorithms: key, operation,
+    /// padding and digests from the key type.
+    fn init_key(&mut self, keydata: *mut c_void, op: Operation) -> Result<(), Failure> {
         // SAFETY: keydata is NULL (keep the current key) or one of our keys.
         if let Some(obj) = unsafe { KeyObj::from_ptr(keydata) } {
             self.key = Some(obj.key.clone());
@@ -65,12 +92,17 @@ impl SigCtx {
         if !key.has_public() {
             return Err(KaeError::MissingPublicKey.into());
         }
-        if op == Operation::Sign && !key.has_private() {
+        if matches!(op, Operation::Sign | Operation::SignMessage) && !key.has_private() {
             return Err(KaeError::MissingPrivateKey.into());
         }
         self.op = op;
         self.md_ctx = None;
         self.md_locked = false;
+        self.sigalg = None;
+        self.allow_update = true;
+        self.allow_final = true;
+        self.allow_oneshot = true;
+        self.sig = None;
         self.md = None;
         self.mgf1 = None;
         // The default provider's default: auto-digestmax from OpenSSL 3.1, auto (as long as
@@ -91,8 +123,7 @@ impl SigCtx {
                 }
             }
         }
-        // SAFETY: params from the core (valid array or NULL).
-        self.set_params(&unsafe { Params::from_ptr(params) })
+        Ok(())
     }
 
     /// The MGF1 digest (defaults to the message digest, RFC 8017 §9.1).
@@ -197,7 +228,7 @@ impl SigCtx {
             self.mgf1 = Some(md);
         }
         if let Some(p) = params.locate(c"saltlen") {
-            let for_sign = self.op == Operation::Sign;
+            let for_sign = matches!(self.op, Operation::Sign | Operation::SignMessage);
             let s = if p.data_type() == OSSL_PARAM_UTF8_STRING {
                 let v = p.get_utf8()?;
                 SaltLen::from_name(v, for_sign, self.prov.core_version.pss_auto_digestmax())
@@ -372,6 +403,14 @@ impl SigCtx {
         self.open(sig, &mut em)?;
         Ok(match self.pad {
             PadMode::Pkcs1 => {
+                if self.md.as_ref().is_some_and(|m| m.id() == DigestId::Sm3) {
+                    // The default provider cannot recover an SM3 digest (its table of digest
+                    // sizes for recovery has no SM3), so neither does kae.
+                    return Err(Failure::with(
+                        KaeError::InvalidDigest,
+                        "verify-recover does not support SM3",
+                    ));
+                }
                 let payload = pkcs1::unpad_type1(&em)?;
                 match &self.md {
                     Some(md) => pkcs1::strip_digest_info(md.id(), payload)?.to_vec(),
@@ -436,14 +475,19 @@ impl SigCtx {
                 p.set_utf8(self.pad.cname())?;
             }
         }
+        // A composite reports its digest by the name the default provider uses for it.
+        let md_name = |md: &Md| match self.sigalg {
+            Some(a) => a.md_name,
+            None => crate::rsa::digest_cname(md.id()),
+        };
         if let Some(mut p) = ps.locate(c"digest") {
             if let Some(md) = &self.md {
-                p.set_utf8(crate::rsa::digest_cname(md.id()))?;
+                p.set_utf8(md_name(md))?;
             }
         }
         if let Some(mut p) = ps.locate(c"mgf1-digest") {
             if let Some(md) = self.mgf1_md() {
-                p.set_utf8(crate::rsa::digest_cname(md.id()))?;
+                p.set_utf8(md_name(md))?;
             }
         }
         if let Some(mut p) = ps.locate(c"saltlen") {
@@ -483,6 +527,11 @@ impl SigCtx {
             mgf1_propq: self.mgf1_propq.clone(),
             md_ctx: self.md_ctx.as_ref().map(|c| c.try_clone()).transpose()?,
             md_locked: self.md_locked,
+            sigalg: self.sigalg,
+            allow_update: self.allow_update,
+            allow_final: self.allow_final,
+            allow_oneshot: self.allow_oneshot,
+            sig: self.sig.clone(),
         })
     }
 
@@ -568,6 +617,11 @@ unsafe extern "C" fn rsa_sig_newctx(provctx: *mut c_void, propq: *const c_char) 
             mgf1_propq: None,
             md_ctx: None,
             md_locked: false,
+            sigalg: None,
+            allow_update: true,
+            allow_final: true,
+            allow_oneshot: true,
+            sig: None,
         };
         Ok(Box::into_raw(Box::new(ctx)).cast())
     })
@@ -948,3 +1002,522 @@ pub static RSA_SIGNATURE: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
         OSSL_FUNC_SIGNATURE_SETTABLE_CTX_MD_PARAMS => rsa_sig_settable_ctx_md_params as unsafe extern "C" fn(_) -> _,
     ]
 });
+
+// ---- Composite algorithms (OpenSSL 3.4+): RSA-SHA256 and the like -------------------------
+//
+// As the default provider's "sigalgs" (providers/implementations/signature/rsa_sig.c in 3.5):
+// PKCS#1 v1.5 with the algorithm's digest. Init refuses RSA-PSS keys; the digest, the padding
+// and the PSS parameters cannot be changed (set_ctx_params takes only `signature`, in
+// verify-message, and the settable list is empty otherwise, so libcrypto refuses
+// EVP_PKEY_CTX_set_rsa_padding & co.); sign/verify work on a digest of the digest's size,
+// sign-message/verify-message hash the message; verify-recover returns the digest. There is
+// no digest-sign and no digest context parameter access. After a final, the operation is over
+// (update and final are refused), and after an update the one-shot call is refused.
+
+/// One composite algorithm: its names (the default provider's, so the name map agrees), its
+/// digest, and the digest name the default provider reports for it.
+pub struct SigAlg {
+    names: &'static CStr,
+    md: DigestId,
+    md_name: &'static CStr,
+    descr: &'static CStr,
+}
+
+/// The default provider's composite RSA algorithms (3.5 `providers/defltprov.c`,
+/// `prov/names.h`), in its order; kae's PKCS#1 signature supports each of these digests.
+static SIGALGS: [SigAlg; 13] = [
+    SigAlg {
+        names: c"RSA-RIPEMD160:ripemd160WithRSA:1.3.36.3.3.1.2",
+        md: DigestId::Ripemd160,
+        md_name: c"RIPEMD160",
+        descr: c"kae RSA-RIPEMD160 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA1:RSA-SHA-1:sha1WithRSAEncryption:1.2.840.113549.1.1.5",
+        md: DigestId::Sha1,
+        md_name: c"SHA1",
+        descr: c"kae RSA-SHA1 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA2-224:RSA-SHA224:sha224WithRSAEncryption:1.2.840.113549.1.1.14",
+        md: DigestId::Sha224,
+        md_name: c"SHA2-224",
+        descr: c"kae RSA-SHA2-224 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA2-256:RSA-SHA256:sha256WithRSAEncryption:1.2.840.113549.1.1.11",
+        md: DigestId::Sha256,
+        md_name: c"SHA2-256",
+        descr: c"kae RSA-SHA2-256 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA2-384:RSA-SHA384:sha384WithRSAEncryption:1.2.840.113549.1.1.12",
+        md: DigestId::Sha384,
+        md_name: c"SHA2-384",
+        descr: c"kae RSA-SHA2-384 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA2-512:RSA-SHA512:sha512WithRSAEncryption:1.2.840.113549.1.1.13",
+        md: DigestId::Sha512,
+        md_name: c"SHA2-512",
+        descr: c"kae RSA-SHA2-512 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA2-512/224:RSA-SHA512-224:sha512-224WithRSAEncryption:1.2.840.113549.1.1.15",
+        md: DigestId::Sha512_224,
+        md_name: c"SHA2-512/224",
+        descr: c"kae RSA-SHA2-512/224 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA2-512/256:RSA-SHA512-256:sha512-256WithRSAEncryption:1.2.840.113549.1.1.16",
+        md: DigestId::Sha512_256,
+        md_name: c"SHA2-512/256",
+        descr: c"kae RSA-SHA2-512/256 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA3-224:id-rsassa-pkcs1-v1_5-with-sha3-224:2.16.840.1.101.3.4.3.13",
+        md: DigestId::Sha3_224,
+        md_name: c"SHA3-224",
+        descr: c"kae RSA-SHA3-224 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA3-256:id-rsassa-pkcs1-v1_5-with-sha3-256:2.16.840.1.101.3.4.3.14",
+        md: DigestId::Sha3_256,
+        md_name: c"SHA3-256",
+        descr: c"kae RSA-SHA3-256 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA3-384:id-rsassa-pkcs1-v1_5-with-sha3-384:2.16.840.1.101.3.4.3.15",
+        md: DigestId::Sha3_384,
+        md_name: c"SHA3-384",
+        descr: c"kae RSA-SHA3-384 signature",
+    },
+    SigAlg {
+        names: c"RSA-SHA3-512:id-rsassa-pkcs1-v1_5-with-sha3-512:2.16.840.1.101.3.4.3.16",
+        md: DigestId::Sha3_512,
+        md_name: c"SHA3-512",
+        descr: c"kae RSA-SHA3-512 signature",
+    },
+    SigAlg {
+        names: c"RSA-SM3:sm3WithRSAEncryption:1.2.156.10197.1.504",
+        md: DigestId::Sm3,
+        md_name: c"SM3",
+        descr: c"kae RSA-SM3 signature",
+    },
+];
+
+impl SigCtx {
+    /// Init of composite `alg` for `op` (sign, sign-message, verify, verify-message,
+    /// verify-recover).
+    fn sigalg_init(
+        &mut self,
+        alg: &'static SigAlg,
+        keydata: *mut c_void,
+        params: *const OSSL_PARAM,
+        op: Operation,
+    ) -> Result<(), Failure> {
+        self.init_key(keydata, op)?;
+        // The default provider applies the init parameters (only `signature` counts) first.
+        // SAFETY: params from the core (valid array or NULL).
+        self.sigalg_set_params(&unsafe { Params::from_ptr(params) })?;
+        if self.key()?.kind == KeyType::RsaPss {
+            return Err(Failure::with(
+                KaeError::PssRestricted,
+                "composite RSA signature algorithms do not take RSA-PSS keys",
+            ));
+        }
+        let md = self.fetch(alg.md.name(), self.propq.as_deref())?;
+        let mut ctx = MdCtx::new()?;
+        ctx.init(&md)?;
+        self.md = Some(md);
+        self.mgf1 = None; // follows the digest, as in the default provider
+        self.pad = PadMode::Pkcs1;
+        self.saltlen = SaltLen::AutoDigestMax; // what the default provider reports
+        self.md_ctx = Some(ctx);
+        self.md_locked = true;
+        self.sigalg = Some(alg);
+        Ok(())
+    }
+
+    /// set_ctx_params of a composite: `signature` in verify-message; anything else is
+    /// ignored (the settable list does not offer it).
+    fn sigalg_set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
+        if self.op != Operation::VerifyMessage {
+            return Ok(());
+        }
+        if let Some(p) = params.locate(c"signature") {
+            self.sig = None;
+            if p.data_type() != OSSL_PARAM_OCTET_STRING {
+                return Err(Failure::with(
+                    KaeError::InvalidParam,
+                    "signature must be an octet string",
+                ));
+            }
+            self.sig = Some(p.get_octets()?.to_vec());
+        }
+        Ok(())
+    }
+
+    fn message_update(&mut self, data: &[u8]) -> Result<(), Failure> {
+        let ctx = self
+            .md_ctx
+            .as_mut()
+            .ok_or(KaeError::OperationNotInitialized)?;
+        if !self.allow_update {
+            return Err(Failure::with(
+                KaeError::OperationNotInitialized,
+                "update call out of order (the operation has ended)",
+            ));
+        }
+        self.allow_oneshot = false;
+        ctx.update(data)?;
+        Ok(())
+    }
+
+    /// The final digest; ends the operation (no update, final or one-shot call after it).
+    fn message_digest(&mut self) -> Result<Zeroizing<Vec<u8>>, Failure> {
+        if self.md_ctx.is_none() {
+            return Err(KaeError::OperationNotInitialized.into());
+        }
+        if !self.allow_final {
+            return Err(Failure::with(
+                KaeError::OperationNotInitialized,
+                "final call out of order (the operation has ended)",
+            ));
+        }
+        let h = self.digest_final()?;
+        self.allow_update = false;
+        self.allow_final = false;
+        self.allow_oneshot = false;
+        Ok(h)
+    }
+
+    fn check_oneshot(&self) -> Result<(), Failure> {
+        if self.allow_oneshot {
+            Ok(())
+        } else {
+            Err(Failure::with(
+                KaeError::OperationNotInitialized,
+                "one-shot call out of order (after update or final)",
+            ))
+        }
+    }
+
+    fn verify_message_final(&mut self) -> Result<(), Failure> {
+        let h = self.message_digest()?;
+        let sig = self.sig.clone().unwrap_or_default();
+        self.verify(&sig, &h)
+    }
+}
+
+/// sign_message_final: the signature of the hashed message, or its size when `sig` is NULL
+/// (which leaves the running digest alone).
+///
+/// # Safety
+/// As [`sign_into`].
+unsafe fn sign_message_final_into(
+    c: &mut SigCtx,
+    sig: *mut c_uchar,
+    siglen: *mut usize,
+    sigsize: usize,
+) -> Result<c_int, Failure> {
+    if c.md_ctx.is_none() {
+        return Err(KaeError::OperationNotInitialized.into());
+    }
+    if !c.allow_final {
+        return Err(Failure::with(
+            KaeError::OperationNotInitialized,
+            "final call out of order (the operation has ended)",
+        ));
+    }
+    if sig.is_null() {
+        // SAFETY: caller pointers (size query).
+        return unsafe { sign_into(c, sig, siglen, sigsize, |_| Ok(())) };
+    }
+    let h = c.message_digest()?;
+    // SAFETY: caller pointers.
+    unsafe { sign_into(c, sig, siglen, sigsize, |out| c.sign(&h, out)) }
+}
+
+unsafe fn sigalg_op_init(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+    alg: &'static SigAlg,
+    op: Operation,
+) -> c_int {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
+        c.sigalg_init(alg, key, params, op).map(|_| 1)
+    })
+}
+
+unsafe extern "C" fn sigalg_sign_init<const I: usize>(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::Sign) }
+}
+unsafe extern "C" fn sigalg_sign_message_init<const I: usize>(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::SignMessage) }
+}
+unsafe extern "C" fn sigalg_verify_init<const I: usize>(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::Verify) }
+}
+unsafe extern "C" fn sigalg_verify_message_init<const I: usize>(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::VerifyMessage) }
+}
+unsafe extern "C" fn sigalg_verify_recover_init<const I: usize>(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::VerifyRecover) }
+}
+
+/// One-shot sign: the digest (sign) or the whole message (sign-message).
+unsafe extern "C" fn sigalg_sign(
+    ctx: *mut c_void,
+    sig: *mut c_uchar,
+    siglen: *mut usize,
+    sigsize: usize,
+    tbs: *const c_uchar,
+    tbslen: usize,
+) -> c_int {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
+        c.check_oneshot()?;
+        if c.op == Operation::SignMessage {
+            if !sig.is_null() {
+                // SAFETY: caller buffer of tbslen bytes.
+                c.message_update(unsafe { crate::ffi::in_slice(tbs, tbslen)? })?;
+            }
+            // SAFETY: caller pointers.
+            return unsafe { sign_message_final_into(c, sig, siglen, sigsize) };
+        }
+        // SAFETY: caller buffers, sizes as documented by provider-signature(7).
+        unsafe {
+            let tbs = crate::ffi::in_slice(tbs, tbslen)?;
+            sign_into(c, sig, siglen, sigsize, |out| c.sign(tbs, out))
+        }
+    })
+}
+
+unsafe extern "C" fn sigalg_message_update(
+    ctx: *mut c_void,
+    data: *const c_uchar,
+    len: usize,
+) -> c_int {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
+        // SAFETY: caller buffer.
+        c.message_update(unsafe { crate::ffi::in_slice(data, len)? })?;
+        Ok(1)
+    })
+}
+
+unsafe extern "C" fn sigalg_sign_message_final(
+    ctx: *mut c_void,
+    sig: *mut c_uchar,
+    siglen: *mut usize,
+    sigsize: usize,
+) -> c_int {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
+        // SAFETY: caller pointers.
+        unsafe { sign_message_final_into(c, sig, siglen, sigsize) }
+    })
+}
+
+/// One-shot verify: of a digest (verify) or of the whole message (verify-message).
+unsafe extern "C" fn sigalg_verify(
+    ctx: *mut c_void,
+    sig: *const c_uchar,
+    siglen: usize,
+    tbs: *const c_uchar,
+    tbslen: usize,
+) -> c_int {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
+        c.check_oneshot()?;
+        // SAFETY: caller buffers.
+        let (sig, tbs) = unsafe {
+            (
+                crate::ffi::in_slice(sig, siglen)?,
+                crate::ffi::in_slice(tbs, tbslen)?,
+            )
+        };
+        if c.op == Operation::VerifyMessage {
+            c.sig = Some(sig.to_vec());
+            c.message_update(tbs)?;
+            return c.verify_message_final().map(|_| 1);
+        }
+        c.verify(sig, tbs).map(|_| 1)
+    })
+}
+
+unsafe extern "C" fn sigalg_verify_message_final(ctx: *mut c_void) -> c_int {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
+        c.verify_message_final().map(|_| 1)
+    })
+}
+
+unsafe extern "C" fn sigalg_set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract); params is
+    // a valid array or NULL.
+    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
+        c.sigalg_set_params(&unsafe { Params::from_ptr(params) })
+            .map(|_| 1)
+    })
+}
+
+static SIGALG_SETTABLE: ParamTable<2> =
+    ParamTable([desc(c"signature", OSSL_PARAM_OCTET_STRING), END]);
+
+/// `signature` in verify-message, nothing otherwise (NULL, as the default provider).
+unsafe extern "C" fn sigalg_settable_ctx_params(
+    ctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
+    // SAFETY: ctx is NULL (a query without context) or ours.
+    match unsafe { ctx_mut(ctx) } {
+        Some(c) if c.op == Operation::VerifyMessage => SIGALG_SETTABLE.as_ptr(),
+        _ => core::ptr::null(),
+    }
+}
+
+/// A NULL-terminated list of key type names that can live in a static.
+struct KeyTypes([*const c_char; 2]);
+// SAFETY: pointers to static strings, never written.
+unsafe impl Sync for KeyTypes {}
+static SIGALG_KEY_TYPES: KeyTypes = KeyTypes([c"RSA".as_ptr(), core::ptr::null()]);
+
+unsafe extern "C" fn sigalg_query_key_types() -> *const *const c_char {
+    SIGALG_KEY_TYPES.0.as_ptr()
+}
+
+macro_rules! sigalg_table {
+    ($i:literal) => {
+        LazyLock::new(|| {
+            crate::dispatch![
+                OSSL_FUNC_SIGNATURE_NEWCTX => rsa_sig_newctx as unsafe extern "C" fn(_, _) -> _,
+                OSSL_FUNC_SIGNATURE_SIGN_INIT => sigalg_sign_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_SIGN => sigalg_sign as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_INIT => sigalg_sign_message_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_UPDATE => sigalg_message_update as unsafe extern "C" fn(_, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_FINAL => sigalg_sign_message_final as unsafe extern "C" fn(_, _, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_VERIFY_INIT => sigalg_verify_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_VERIFY => sigalg_verify as unsafe extern "C" fn(_, _, _, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_INIT => sigalg_verify_message_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_UPDATE => sigalg_message_update as unsafe extern "C" fn(_, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_FINAL => sigalg_verify_message_final as unsafe extern "C" fn(_) -> _,
+                OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT => sigalg_verify_recover_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_VERIFY_RECOVER => rsa_verify_recover as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
+                OSSL_FUNC_SIGNATURE_FREECTX => rsa_sig_freectx as unsafe extern "C" fn(_),
+                OSSL_FUNC_SIGNATURE_DUPCTX => rsa_sig_dupctx as unsafe extern "C" fn(_) -> _,
+                OSSL_FUNC_SIGNATURE_QUERY_KEY_TYPES => sigalg_query_key_types as unsafe extern "C" fn() -> _,
+                OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS => rsa_sig_get_ctx_params as unsafe extern "C" fn(_, _) -> _,
+                OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS => rsa_sig_gettable_ctx_params as unsafe extern "C" fn(_, _) -> _,
+                OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS => sigalg_set_ctx_params as unsafe extern "C" fn(_, _) -> _,
+                OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS => sigalg_settable_ctx_params as unsafe extern "C" fn(_, _) -> _,
+            ]
+        })
+    };
+}
+
+static SIGALG_TABLES: [LazyLock<Table<OSSL_DISPATCH>>; 13] = [
+    sigalg_table!(0),
+    sigalg_table!(1),
+    sigalg_table!(2),
+    sigalg_table!(3),
+    sigalg_table!(4),
+    sigalg_table!(5),
+    sigalg_table!(6),
+    sigalg_table!(7),
+    sigalg_table!(8),
+    sigalg_table!(9),
+    sigalg_table!(10),
+    sigalg_table!(11),
+    sigalg_table!(12),
+];
+
+/// (names, dispatch table, description) of every composite algorithm, for the provider's
+/// algorithm list on 3.4+ cores.
+pub fn sigalg_tables(
+) -> impl Iterator<Item = (&'static CStr, &'static Table<OSSL_DISPATCH>, &'static CStr)> {
+    SIGALGS
+        .iter()
+        .zip(SIGALG_TABLES.iter())
+        .map(|(a, t)| (a.names, &**t, a.descr))
+}
+
+#[cfg(test)]
+mod sigalg_tests {
+    use super::*;
+
+    /// Each composite's digest is the one its names say, and each table's init functions are
+    /// bound to their own entry (a table pointing at the wrong digest would sign with it).
+    #[test]
+    fn composite_names_and_digests_agree() {
+        for (i, a) in SIGALGS.iter().enumerate() {
+            let names = a.names.to_str().unwrap();
+            let first = names.split(':').next().unwrap();
+            let md = DigestId::from_name(a.md_name.to_str().unwrap()).unwrap();
+            assert_eq!(md, a.md, "{first}: reported digest name");
+            let want = first.strip_prefix("RSA-").unwrap();
+            assert_eq!(
+                DigestId::from_name(want)
+                    .or_else(|| DigestId::from_name(&want.replace("SHA2-", "SHA-"))),
+                Some(a.md),
+                "{first}: names vs digest"
+            );
+            assert!(
+                a.md.digest_info_prefix().is_some(),
+                "{first}: PKCS#1 needs a DigestInfo"
+            );
+            let t = &SIGALG_TABLES[i];
+            let init =
+                t.0.iter()
+                    .find(|d| d.function_id == OSSL_FUNC_SIGNATURE_SIGN_INIT)
+                    .and_then(|d| d.function)
+                    .unwrap();
+            let want_init = sigalg_init_fn(i);
+            assert_eq!(init as usize, want_init as usize, "{first}: table {i}");
+        }
+        assert_eq!(sigalg_tables().count(), SIGALGS.len());
+    }
+
+    fn sigalg_init_fn(i: usize) -> unsafe extern "C" fn() {
+        macro_rules! pick {
+            ($($n:literal),*) => {
+                match i {
+                    $($n => unsafe {
+                        core::mem::transmute::<*const (), unsafe extern "C" fn()>(
+                            sigalg_sign_init::<$n> as *const ())
+                    },)*
+                    _ => unreachable!(),
+                }
+            };
+        }
+        pick!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+    }
+}

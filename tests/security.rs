@@ -563,9 +563,10 @@ fn rsa_like(names: &str) -> bool {
 /// A fresh process with kae preferred (as openssl-prefer-kae.cnf does) reads an RSA key pair
 /// from PEM, moves it into kae, and uses it for the RSA KEM (RSASVE), signing, OAEP and the
 /// PEM/text encoders, under valgrind: the RSA KEM used to be the default provider's code
-/// re-listed under kae's name, which then read kae's key object and crashed. Every algorithm
-/// kae lists for an operation that takes keys and whose name is RSA-like must be kae's own
-/// code (its first function lives in libkae.so).
+/// re-listed under kae's name, which then read kae's key object and crashed; kae now has its
+/// own RSA KEM, and the probe counts the KEM steps as ok only when they ran in kae. Every
+/// algorithm kae lists for an operation that takes keys and whose name is RSA-like must be
+/// kae's own code (its first function lives in libkae.so).
 #[test]
 fn relisted_algorithms_never_get_kae_keys() {
     use procs::{openssl_in, write_prefer_kae_config, TempDir};

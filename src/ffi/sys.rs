@@ -172,6 +172,30 @@ pub const OSSL_FUNC_SIGNATURE_GETTABLE_CTX_MD_PARAMS: c_int = 23;
 pub const OSSL_FUNC_SIGNATURE_SET_CTX_MD_PARAMS: c_int = 24;
 pub const OSSL_FUNC_SIGNATURE_SETTABLE_CTX_MD_PARAMS: c_int = 25;
 
+// Signature functions that only exist in OpenSSL 3.4+ headers (kae builds against 3.0's):
+// values from OpenSSL 3.5's include/openssl/core_dispatch.h. A 3.0-3.3 core never sees them:
+// the tables that use them are listed only when the running core is 3.4 or newer.
+pub const OSSL_FUNC_SIGNATURE_QUERY_KEY_TYPES: c_int = 26;
+pub const OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_INIT: c_int = 27;
+pub const OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_UPDATE: c_int = 28;
+pub const OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_FINAL: c_int = 29;
+pub const OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_INIT: c_int = 30;
+pub const OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_UPDATE: c_int = 31;
+pub const OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_FINAL: c_int = 32;
+
+// KEM functions (core_dispatch.h, the same numbers since 3.0).
+pub const OSSL_FUNC_KEM_NEWCTX: c_int = 1;
+pub const OSSL_FUNC_KEM_ENCAPSULATE_INIT: c_int = 2;
+pub const OSSL_FUNC_KEM_ENCAPSULATE: c_int = 3;
+pub const OSSL_FUNC_KEM_DECAPSULATE_INIT: c_int = 4;
+pub const OSSL_FUNC_KEM_DECAPSULATE: c_int = 5;
+pub const OSSL_FUNC_KEM_FREECTX: c_int = 6;
+pub const OSSL_FUNC_KEM_DUPCTX: c_int = 7;
+pub const OSSL_FUNC_KEM_GET_CTX_PARAMS: c_int = 8;
+pub const OSSL_FUNC_KEM_GETTABLE_CTX_PARAMS: c_int = 9;
+pub const OSSL_FUNC_KEM_SET_CTX_PARAMS: c_int = 10;
+pub const OSSL_FUNC_KEM_SETTABLE_CTX_PARAMS: c_int = 11;
+
 pub const OSSL_FUNC_ASYM_CIPHER_NEWCTX: c_int = 1;
 pub const OSSL_FUNC_ASYM_CIPHER_ENCRYPT_INIT: c_int = 2;
 pub const OSSL_FUNC_ASYM_CIPHER_ENCRYPT: c_int = 3;

@@ -110,8 +110,12 @@ const DI_SHA3_512: &[u8] = &[
 const DI_RIPEMD160: &[u8] = &[
     0x30, 0x21, 0x30, 0x09, 0x06, 0x05, 0x2b, 0x24, 0x03, 0x02, 0x01, 0x05, 0x00, 0x04, 0x14,
 ];
+/// SM3 as OpenSSL writes and expects it (crypto/rsa/rsa_sign.c, 3.x): the OID inside is
+/// 1.2.156.10197.1.504 (sm3WithRSAEncryption, last arc 0x83 0x78), not the SM3 hash OID
+/// 1.2.156.10197.1.401 a DigestInfo would normally carry. Signatures must be the default
+/// provider's bytes (RSA-SM3 on 3.4+ cores), so kae uses OpenSSL's encoding.
 const DI_SM3: &[u8] = &[
-    0x30, 0x30, 0x30, 0x0c, 0x06, 0x08, 0x2a, 0x81, 0x1c, 0xcf, 0x55, 0x01, 0x83, 0x11, 0x05, 0x00,
+    0x30, 0x30, 0x30, 0x0c, 0x06, 0x08, 0x2a, 0x81, 0x1c, 0xcf, 0x55, 0x01, 0x83, 0x78, 0x05, 0x00,
     0x04, 0x20,
 ];
 
@@ -403,7 +407,14 @@ mod tests {
                 assert_eq!(id, DigestId::Md5Sha1);
                 continue;
             };
-            let oid = id.oid_der().unwrap();
+            // OpenSSL's SM3 DigestInfo carries the sm3WithRSAEncryption OID (see DI_SM3).
+            const SM3_WITH_RSA: &[u8] =
+                &[0x06, 0x08, 0x2a, 0x81, 0x1c, 0xcf, 0x55, 0x01, 0x83, 0x78];
+            let oid = if id == DigestId::Sm3 {
+                SM3_WITH_RSA
+            } else {
+                id.oid_der().unwrap()
+            };
             let hlen = id.output_len();
             let alg_len = oid.len() + 2;
             let mut expect = vec![0x30, (alg_len + 2 + 2 + hlen) as u8, 0x30, alg_len as u8];

@@ -705,10 +705,16 @@ fn pem_key_with_kae_preferred_uses_kaes_kem() {
     let dir = TempDir::new("kem-repro");
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/kem_repro.c");
     let exe = dir.join("kem_repro");
-    let cc = Command::new("cc")
-        .args(["-Wall", "-O1", "-o"])
-        .arg(&exe)
-        .arg(src)
+    let mut cc = Command::new("cc");
+    cc.args(["-Wall", "-O1", "-o"]).arg(&exe).arg(src);
+    // Built against the OpenSSL this test binary was built with (OPENSSL_DIR, as openssl-sys
+    // uses it), so that a 4.x run does not mix two libcryptos.
+    if let Some(dir) = option_env!("OPENSSL_DIR") {
+        cc.arg(format!("-I{dir}/include"))
+            .arg(format!("-L{dir}/lib"))
+            .arg(format!("-Wl,-rpath,{dir}/lib"));
+    }
+    let cc = cc
         .arg("-lcrypto")
         .output()
         .expect("cc (build-essential) is needed for this test");

@@ -884,7 +884,9 @@ fn refusals_like_default() {
                 }
             }
         }
+        // Names only: 4.0 describes pad-mode and saltlen twice (string and integer forms).
         v.sort();
+        v.dedup();
         v
     };
     for op in [

@@ -95,6 +95,7 @@ reasons! {
     BackendFailure = 93, "backend failure";
     OperationNotInitialized = 94, "operation not initialized";
     DefaultProviderUnavailable = 95, "could not load the default provider for fallback algorithms";
+    WrongOpenSslVersion = 96, "kae was built for another OpenSSL major version than the running one";
 }
 
 impl fmt::Display for KaeError {

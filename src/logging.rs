@@ -159,3 +159,13 @@ pub fn warn_rate_limited(key: &'static str, msg: std::fmt::Arguments<'_>) {
         }
     }
 }
+
+/// Writes `line` and a newline to stderr with one `write(2)`, whatever the log level: for the
+/// few failures after which kae is missing from the process (the operator must see them).
+pub fn write_stderr_line(line: &str) {
+    let mut buf = Vec::with_capacity(line.len() + 1);
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    // SAFETY: a valid buffer of buf.len() bytes; a short or failed write is ignored.
+    let _ = unsafe { libc::write(2, buf.as_ptr().cast(), buf.len()) };
+}

@@ -869,6 +869,23 @@ pub unsafe extern "C" fn OSSL_provider_init(
 ) -> c_int {
     // SAFETY: the core's dispatch table is valid for the provider's lifetime.
     let core = unsafe { Core::from_dispatch(handle, in_) };
+    // First, before any libcrypto call of ours: are we linked to the core's libcrypto major
+    // version? (A 3.x build inside a 4.x core would hand 3.x objects to 4.x.) The refusal is
+    // written to stderr whatever the log level, since kae is then missing from the process;
+    // the error raised through the core carries no detail text, because adding it would
+    // take our libcrypto's error functions, not the core's.
+    let core_version = match std::panic::catch_unwind(|| {
+        let v = read_core_version(&core);
+        crate::core_version::compatible(v, crate::core_version::linked_major()).map(|_| v)
+    }) {
+        Ok(Ok(v)) => v,
+        Ok(Err(why)) => {
+            crate::logging::write_stderr_line(&format!("kae: error: {why}"));
+            crate::ffi::core::raise_core_only(&core, KaeError::WrongOpenSslVersion);
+            return 0;
+        }
+        Err(_) => return 0,
+    };
     guard(
         Some(&core),
         0,
@@ -877,15 +894,6 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 return Err(KaeError::NullParameter.into());
             }
             crate::logging::init();
-            // First, before any libcrypto call of ours: are we linked to the core's libcrypto
-            // major version? (A 3.x build inside a 4.x core would hand 3.x objects to 4.x.)
-            let core_version = read_core_version(&core);
-            if let Err(why) =
-                crate::core_version::compatible(core_version, crate::core_version::linked_major())
-            {
-                log::error!("{why}");
-                return Err(crate::ffi::core::Failure::with(KaeError::Internal, why));
-            }
             crate::stats::publish("cpu");
             let config = Config::from_core(&core)?;
             crate::logging::configure(config.log_level.as_deref(), config.log_target.as_deref())

@@ -95,6 +95,33 @@ impl Core {
     }
 }
 
+/// Raises `reason` through the core's own error functions only (no detail text: adding one
+/// would take our libcrypto's `ERR_add_error_data`). For failures where that libcrypto is not
+/// the core's, such as a module built for another OpenSSL major version.
+pub fn raise_core_only(core: &Core, reason: KaeError) {
+    let (Some(new_error), Some(vset)) = (core.new_error, core.vset_error) else {
+        return;
+    };
+    // SAFETY: core functions with our handle; a NULL format never reads the va_list.
+    unsafe {
+        new_error(core.handle);
+        if let Some(dbg) = core.set_error_debug {
+            dbg(
+                core.handle,
+                c"kae".as_ptr(),
+                0,
+                c"OSSL_provider_init".as_ptr(),
+            );
+        }
+        vset(
+            core.handle,
+            reason.code(),
+            core::ptr::null(),
+            core::ptr::null_mut(),
+        );
+    }
+}
+
 /// A failure with optional detail, returned by the safe layer to the FFI boundary.
 #[derive(Debug)]
 pub struct Failure {

@@ -6,7 +6,10 @@
 #                                    fork, a TLS server)
 #   4. scripts/ctgrind.sh           (secret-taint check: no branch or address in kae's code
 #                                    depends on key material or decrypted blocks)
-#   5. scripts/fuzz.sh 20           (fuzz smoke run: every target 20 s, when cargo-fuzz and
+#   5. scripts/compat.sh            (version matrix: OpenSSL 3.0 (system), 3.5, 3.6 and 4.0
+#                                    cores built from the openssl-src crates, cached in
+#                                    $KAE_COMPAT_CACHE or target/compat; kae 3.x and 4.0 builds)
+#   6. scripts/fuzz.sh 20           (fuzz smoke run: every target 20 s, when cargo-fuzz and
 #                                    the nightly toolchain are there; .ci/run installs them)
 # The short statistical timing test (tests/ct_timing.rs) runs inside step 2.
 # A failing build stops here; otherwise every step runs and the script exits
@@ -47,6 +50,7 @@ step build scripts/build.sh || exit 1
 step cargo-test cargo test --release --no-fail-fast || true
 step valgrind env NO_BUILD=1 scripts/valgrind.sh || true
 step ctgrind scripts/ctgrind.sh || true
+step compat scripts/compat.sh || true
 if cargo +nightly fuzz --version >/dev/null 2>&1; then
     step fuzz-smoke scripts/fuzz.sh "${KAE_FUZZ_SECONDS:-20}" || true
 else

@@ -37,11 +37,14 @@ impl Log for KaeLogger {
             return;
         }
         let pid = std::process::id();
+        // Each line is formatted first and written with one write(2): processes sharing a
+        // stream (nginx workers on one error.log) must never interleave mid-line.
         match self.target() {
-            Target::Stderr => eprintln!("kae[{pid}] {}: {}", r.level(), r.args()),
+            Target::Stderr => write_stderr_line(&format!("kae[{pid}] {}: {}", r.level(), r.args())),
             Target::File(f) => {
                 if let Ok(mut f) = f.lock() {
-                    let _ = writeln!(f, "kae[{pid}] {}: {}", r.level(), r.args());
+                    let line = format!("kae[{pid}] {}: {}\n", r.level(), r.args());
+                    let _ = f.write_all(line.as_bytes());
                 }
             }
             Target::Syslog => {

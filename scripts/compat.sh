@@ -547,10 +547,11 @@ g_message-api() {
     x cc 120 cc -O1 -g -Wall -Wno-deprecated-declarations -I"$INC" -o "$bin" \
         "$REPO/tests/c/message_api.c" "${rpath[@]}" -lcrypto ||
         { fail "compiling tests/c/message_api.c against $INC"; return 1; }
-    # kae offers RSA only (KAE_LOAD_DEFAULT=no), the program loads the default provider
-    # itself: randomness and digests come from it, as in the repo's configurations. (kae's
-    # re-listing of the default provider's algorithms is the speed-alone group's business.)
-    x message-api 120 env KAE_LOAD_DEFAULT=no KAE_LOG=info "$bin" "$MODDIR" || true
+    # kae with its defaults (load-default = yes): the program's kae operations run with the
+    # property query provider=kae, which also applies to the digest kae's RSA-SHA256 fetches,
+    # so kae must offer SHA-256 under its name (with load-default = no nothing does, exactly
+    # as a default-provider operation under provider=default would find no kae digest).
+    x message-api 120 env KAE_LOG=info "$bin" "$MODDIR" || true
     grep -q "^LIBCRYPTO OpenSSL $VER " message-api.out ||
         fail "message_api did not run inside OpenSSL $VER ($(head -n 1 message-api.out))"
     local l

@@ -12,7 +12,7 @@ use crate::keymgmt::KeyObj;
 use crate::provider::{ProvCtx, Table};
 use crate::rsa::padding::{oaep, pkcs1};
 use crate::rsa::{KeyType, PadMode, RsaKey};
-use core::ffi::{c_int, c_uchar, c_void, CStr};
+use core::ffi::{c_int, c_uchar, c_void};
 use std::sync::{Arc, LazyLock};
 use zeroize::Zeroizing;
 
@@ -525,18 +525,21 @@ unsafe extern "C" fn rsa_cipher_set_ctx_params(
     })
 }
 
+// `implicit-rejection` comes first in both tables so that cores before 3.2, which do not know
+// it, are given the same array from its second entry on (see `described`).
 static GETTABLE: ParamTable<8> = ParamTable([
+    desc(c"implicit-rejection", OSSL_PARAM_UNSIGNED_INTEGER),
     desc(c"pad-mode", OSSL_PARAM_UTF8_STRING),
     desc(c"digest", OSSL_PARAM_UTF8_STRING),
     desc(c"mgf1-digest", OSSL_PARAM_UTF8_STRING),
     desc(c"oaep-label", OSSL_PARAM_OCTET_STRING),
     desc(c"tls-client-version", OSSL_PARAM_UNSIGNED_INTEGER),
     desc(c"tls-negotiated-version", OSSL_PARAM_UNSIGNED_INTEGER),
-    desc(c"implicit-rejection", OSSL_PARAM_UNSIGNED_INTEGER),
     END,
 ]);
 
 static SETTABLE: ParamTable<11> = ParamTable([
+    desc(c"implicit-rejection", OSSL_PARAM_UNSIGNED_INTEGER),
     desc(c"pad-mode", OSSL_PARAM_UTF8_STRING),
     desc(c"digest", OSSL_PARAM_UTF8_STRING),
     desc(c"digest-props", OSSL_PARAM_UTF8_STRING),
@@ -545,45 +548,22 @@ static SETTABLE: ParamTable<11> = ParamTable([
     desc(c"oaep-label", OSSL_PARAM_OCTET_STRING),
     desc(c"tls-client-version", OSSL_PARAM_UNSIGNED_INTEGER),
     desc(c"tls-negotiated-version", OSSL_PARAM_UNSIGNED_INTEGER),
-    desc(c"implicit-rejection", OSSL_PARAM_UNSIGNED_INTEGER),
     desc(c"engine", OSSL_PARAM_UTF8_STRING),
     END,
 ]);
 
-/// Whether the core of `provctx` knows the `implicit-rejection` parameter (3.2+).
-fn core_has_implicit_rejection(provctx: *mut c_void) -> bool {
-    // SAFETY: registry lookup.
-    unsafe { ProvCtx::clone_arc(provctx) }.is_some_and(|p| p.core_version.implicit_rejection())
-}
-
-/// The parameter table, without `implicit-rejection` for cores before 3.2 (it is last).
+/// The parameter table as the core of `provctx` knows it: whole on 3.2+, else without its
+/// first entry, `implicit-rejection`.
 fn described<const N: usize>(t: &'static ParamTable<N>, provctx: *mut c_void) -> *const OSSL_PARAM {
-    if core_has_implicit_rejection(provctx) {
-        return t.as_ptr();
+    // SAFETY: registry lookup.
+    let known =
+        unsafe { ProvCtx::clone_arc(provctx) }.is_some_and(|p| p.core_version.implicit_rejection());
+    if known {
+        t.0.as_ptr()
+    } else {
+        // The rest of the same static array, still terminated by END.
+        t.0[1..].as_ptr()
     }
-    static_without_implicit(t)
-}
-
-/// A copy of `t` whose `implicit-rejection` entry became the terminator, made once per table.
-fn static_without_implicit<const N: usize>(t: &'static ParamTable<N>) -> *const OSSL_PARAM {
-    static COPIES: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
-    let key = t as *const _ as usize;
-    let mut g = COPIES.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, c)) = g.iter().find(|(k, _)| *k == key) {
-        return *c as *const OSSL_PARAM;
-    }
-    let v: Vec<OSSL_PARAM> =
-        t.0.iter()
-            .filter(|p| {
-                // SAFETY: static descriptions with static keys (or the NULL terminator).
-                p.key.is_null() || unsafe { CStr::from_ptr(p.key) } != c"implicit-rejection"
-            })
-            .copied()
-            .collect();
-    // Leaked on purpose: one small table per cipher table, alive as long as the module.
-    let ptr = Box::leak(v.into_boxed_slice()).as_ptr();
-    g.push((key, ptr as usize));
-    ptr
 }
 
 unsafe extern "C" fn rsa_cipher_gettable_ctx_params(

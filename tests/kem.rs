@@ -10,15 +10,15 @@
 //!
 //! The default provider's rules change with the core (3.5 made RSASVE the default operation,
 //! 4.0 refuses the ciphertexts 0, 1 and n − 1); the tests compare with whatever the running
-//! core does, so they hold on 3.0 and, with `LD_LIBRARY_PATH` pointing at a newer libcrypto
-//! (and `KAE_LOAD_DEFAULT=no`, see [`kae`]), on 3.5 and 4.0.
+//! core does, so they hold on 3.0 and, with `LD_LIBRARY_PATH` pointing at a newer libcrypto,
+//! on 3.5 and 4.0.
 
 mod common;
 mod procs;
 
 use common::ffi::{EVP_PKEY_CTX, EVP_PKEY_KEYPAIR, EVP_PKEY_PUBLIC_KEY, OSSL_LIB_CTX, OSSL_PARAM};
 use common::*;
-use std::ffi::{c_char, c_int, c_ulong, CStr, CString};
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr;
 
 #[allow(non_camel_case_types)]
@@ -54,48 +54,17 @@ extern "C" {
     ) -> *mut EVP_KEM;
     fn EVP_KEM_free(kem: *mut EVP_KEM);
     fn EVP_KEM_get0_provider(kem: *const EVP_KEM) -> *const common::ffi::OSSL_PROVIDER;
-    fn OpenSSL_version_num() -> c_ulong;
 }
 
-/// (major, minor) of the libcrypto this process runs on.
-fn core_version() -> (u64, u64) {
-    let v = unsafe { OpenSSL_version_num() } as u64;
-    (v >> 28, (v >> 20) & 0xff)
-}
-
-/// The kae library context of these tests: kae alone, as in the other tests, on cores before
-/// 3.5. From 3.5 on, kae cannot instantiate a DRBG while it re-lists the default provider's
-/// (those look up a provider named "kae" in kae's private library context and fail: a problem
-/// of the re-listing, not of this operation); there the tests run kae next to the default
-/// provider, with `KAE_LOAD_DEFAULT=no` in the environment so that random numbers come from
-/// the default provider. Operations are still fetched with `provider=kae` and checked to run
-/// in kae.
+/// The kae library context of these tests: kae alone, as in the other tests, on every core
+/// (its own DRBG fronts give it random numbers on 3.5+ too).
 fn kae() -> &'static Lib {
-    if core_version() < (3, 5) {
-        return common::kae();
-    }
-    static CHECKED: std::sync::Once = std::sync::Once::new();
-    let lib = common::kae_with_default();
-    CHECKED.call_once(|| {
-        let mut b = [0u8; 16];
-        let r = unsafe { common::ffi::RAND_bytes_ex(lib.ptr, b.as_mut_ptr(), b.len(), 0) };
-        assert_eq!(
-            r,
-            1,
-            "no random numbers in the kae context on this core (run with KAE_LOAD_DEFAULT=no): {}",
-            take_errors("RAND_bytes_ex")
-        );
-    });
-    lib
+    common::kae()
 }
 
 /// The pair's key in [`kae`]'s context.
 fn kae_key(kp: &KeyPair) -> Pkey {
-    if std::ptr::eq(kae(), common::kae()) {
-        kp.kae.clone()
-    } else {
-        ok(kae().transfer(&kp.reference), "key into kae")
-    }
+    kp.kae.clone()
 }
 
 /// The pair's key for `lib` (kae's or the default provider's).
@@ -533,7 +502,7 @@ fn operation_name_like_default() {
         &d(reference()),
         &mut problems,
     );
-    let (maj, min) = core_version();
+    let (maj, min) = common::core_version();
     let unset = e(kae()).ret;
     eprintln!("core {maj}.{min}: encapsulate without an operation returns {unset}");
     if (maj, min) >= (3, 5) {

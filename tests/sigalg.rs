@@ -4,8 +4,7 @@
 //! kae lists them only when the running core is 3.4 or newer. On an older core the listing
 //! test checks that they are absent and every other test prints why it is skipped. To run the
 //! rest, point the process at a newer libcrypto:
-//! `LD_LIBRARY_PATH=/path/to/openssl-3.5/lib KAE_LOAD_DEFAULT=no cargo test --release --test
-//! sigalg` (`KAE_LOAD_DEFAULT=no`: see [`kae`] for why 3.5+ needs it today); the 3.4+
+//! `LD_LIBRARY_PATH=/path/to/openssl-3.5/lib cargo test --release --test sigalg`; the 3.4+
 //! calls (`EVP_PKEY_sign_message_init` …) are looked up with `dlsym`, since this crate compiles
 //! against 3.0's API.
 //!
@@ -18,12 +17,11 @@ mod common;
 
 use common::ffi::{self, EVP_PKEY_CTX, EVP_SIGNATURE, OSSL_PARAM};
 use common::*;
-use std::ffi::{c_char, c_int, c_ulong, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;
 use std::sync::OnceLock;
 
 extern "C" {
-    fn OpenSSL_version_num() -> c_ulong;
     fn EVP_PKEY_CTX_settable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
     fn EVP_PKEY_CTX_gettable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
 }
@@ -45,44 +43,15 @@ const SIGALGS: [(&str, &str); 13] = [
     ("RSA-SM3", "SM3"),
 ];
 
-fn core_version() -> (u64, u64) {
-    let v = unsafe { OpenSSL_version_num() } as u64;
-    (v >> 28, (v >> 20) & 0xff)
-}
-
-/// The kae library context of these tests: kae alone, as in the other tests, on cores before
-/// 3.5. From 3.5 on, kae cannot instantiate a DRBG while it re-lists the default provider's
-/// (those look up a provider named "kae" in kae's private library context and fail: a problem
-/// of the re-listing, not of this operation); there the tests run kae next to the default
-/// provider, with `KAE_LOAD_DEFAULT=no` in the environment so that random numbers come from
-/// the default provider. Operations are still fetched with `provider=kae` and checked to run
-/// in kae.
+/// The kae library context of these tests: kae alone, as in the other tests, on every core
+/// (its own DRBG fronts give it random numbers on 3.5+ too).
 fn kae() -> &'static Lib {
-    if core_version() < (3, 5) {
-        return common::kae();
-    }
-    static CHECKED: std::sync::Once = std::sync::Once::new();
-    let lib = common::kae_with_default();
-    CHECKED.call_once(|| {
-        let mut b = [0u8; 16];
-        let r = unsafe { common::ffi::RAND_bytes_ex(lib.ptr, b.as_mut_ptr(), b.len(), 0) };
-        assert_eq!(
-            r,
-            1,
-            "no random numbers in the kae context on this core (run with KAE_LOAD_DEFAULT=no): {}",
-            take_errors("RAND_bytes_ex")
-        );
-    });
-    lib
+    common::kae()
 }
 
 /// The pair's key in [`kae`]'s context.
 fn kae_key(kp: &KeyPair) -> Pkey {
-    if std::ptr::eq(kae(), common::kae()) {
-        kp.kae.clone()
-    } else {
-        ok(kae().transfer(&kp.reference), "key into kae")
-    }
+    kp.kae.clone()
 }
 
 /// The pair's key for `lib` (kae's or the default provider's).
@@ -124,7 +93,7 @@ fn sym(name: &str) -> *mut c_void {
 
 /// The 3.4+ API, or None (with the reason printed) on an older core.
 fn api(test: &str) -> Option<&'static Api> {
-    let (maj, min) = core_version();
+    let (maj, min) = common::core_version();
     if (maj, min) < (3, 4) {
         eprintln!(
             "SKIPPED {test}: the running libcrypto is {maj}.{min}; composite signature \
@@ -220,15 +189,9 @@ fn init(api: &Api, lib: &Lib, key: &Pkey, alg: &str, op: Op) -> (c_int, PkeyCtx)
 }
 
 /// An EVP_PKEY_CTX of `lib` on `key`. Its property query is the one the provider uses to
-/// fetch the composite's digest (as the default provider does); with kae next to the default
-/// provider and `KAE_LOAD_DEFAULT=no` (3.5+, see [`kae`]) only the default provider has
-/// digests, so kae's contexts prefer kae there instead of requiring it.
+/// fetch the composite's digest (as the default provider does).
 fn pctx(lib: &Lib, key: &Pkey) -> PkeyCtx {
-    let propq = if lib.is_kae() && core_version() >= (3, 5) {
-        c"?provider=kae"
-    } else {
-        lib.propq()
-    };
+    let propq = lib.propq();
     let p = unsafe { ffi::EVP_PKEY_CTX_new_from_pkey(lib.ptr, key.0, propq.as_ptr()) };
     PkeyCtx(ok(
         cvt_p(p, "EVP_PKEY_CTX_new_from_pkey"),
@@ -239,11 +202,7 @@ fn pctx(lib: &Lib, key: &Pkey) -> PkeyCtx {
 /// EVP_DigestSign with kae's plain RSA signature and digest `md` (PKCS#1 v1.5).
 fn plain_digest_sign(key: &Pkey, md: &str, msg: &[u8]) -> Res<Vec<u8>> {
     let lib = kae();
-    let propq = if core_version() >= (3, 5) {
-        c"?provider=kae"
-    } else {
-        lib.propq()
-    };
+    let propq = lib.propq();
     let mctx = MdCtx::new();
     let mdname = CString::new(md).unwrap();
     let mut pctx: *mut EVP_PKEY_CTX = ptr::null_mut();
@@ -402,7 +361,7 @@ impl Report {
 /// code; the default provider of the same core has them too.
 #[test]
 fn composites_listed_only_on_3_4_plus() {
-    let (maj, min) = core_version();
+    let (maj, min) = common::core_version();
     let newer = (maj, min) >= (3, 4);
     for (name, _) in SIGALGS {
         let k = fetch(kae(), name);

@@ -24,7 +24,7 @@ ALL_CORES=(3.0 3.5 3.6 4.0)
 ALL_GROUPS=(speed-alone speed-with-default pkeyutl req-x509 message-api tls async valgrind
     in-process speed-ratio)
 # Test binaries of the in-process group (tests/*.rs that load kae into the test process).
-IN_PROCESS_TESTS=(cross_provider wycheproof bad_input implicit_rejection async_jobs fork teardown)
+IN_PROCESS_TESTS=(cross_provider wycheproof bad_input implicit_rejection kem sigalg async_jobs fork teardown)
 
 usage() {
     cat <<EOF

@@ -1,0 +1,198 @@
+//! kae's algorithm tables and the operation query that hands them (merged with the re-listed
+//! ones) to the core.
+
+use super::registry::{ProvCtx, MAX_INSTANCES};
+use super::relist::merged;
+use super::PROPERTIES;
+use crate::error::KaeError;
+use crate::ffi::sys::*;
+use core::ffi::{c_int, c_void, CStr};
+use std::sync::LazyLock;
+
+/// Wrapper letting static tables of raw pointers live in statics.
+pub struct Table<T>(pub Vec<T>);
+// SAFETY: the tables are built once and never mutated; they hold pointers to static data.
+unsafe impl<T> Sync for Table<T> {}
+unsafe impl<T> Send for Table<T> {}
+
+/// Builds an `OSSL_DISPATCH` entry from a typed `extern "C"` function.
+#[macro_export]
+macro_rules! dispatch {
+    ($( $id:expr => $f:expr ),* $(,)?) => {
+        $crate::provider::Table(vec![
+            $( $crate::ffi::sys::OSSL_DISPATCH {
+                function_id: $id,
+                // SAFETY: OpenSSL casts the pointer back to the type documented for `$id`,
+                // which is the type of `$f`.
+                function: Some(unsafe { core::mem::transmute::<*const (), unsafe extern "C" fn()>($f as *const ()) }),
+            }, )*
+            $crate::ffi::sys::OSSL_DISPATCH { function_id: 0, function: None },
+        ])
+    };
+}
+
+fn algorithm(
+    names: &'static CStr,
+    imp: &'static Table<OSSL_DISPATCH>,
+    descr: &'static CStr,
+) -> OSSL_ALGORITHM {
+    OSSL_ALGORITHM {
+        algorithm_names: names.as_ptr(),
+        property_definition: PROPERTIES.as_ptr(),
+        implementation: imp.0.as_ptr(),
+        algorithm_description: descr.as_ptr(),
+    }
+}
+
+pub(super) const ALG_END: OSSL_ALGORITHM = OSSL_ALGORITHM {
+    algorithm_names: core::ptr::null(),
+    property_definition: core::ptr::null(),
+    implementation: core::ptr::null(),
+    algorithm_description: core::ptr::null(),
+};
+
+pub const RSA_NAMES: &CStr = c"RSA:rsaEncryption:1.2.840.113549.1.1.1";
+pub const RSA_PSS_NAMES: &CStr = c"RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10";
+
+/// Key management algorithms of each slot (they differ only in their `load` functions).
+static KEYMGMT_ALGS: LazyLock<Vec<Table<OSSL_ALGORITHM>>> = LazyLock::new(|| {
+    (0..MAX_INSTANCES)
+        .map(|slot| {
+            let (rsa, pss) = crate::keymgmt::keymgmt_tables(slot);
+            Table(vec![
+                algorithm(RSA_NAMES, rsa, c"kae RSA key management"),
+                algorithm(RSA_PSS_NAMES, pss, c"kae RSA-PSS key management"),
+                ALG_END,
+            ])
+        })
+        .collect()
+});
+
+static SIGNATURE_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
+    Table(vec![
+        algorithm(
+            RSA_NAMES,
+            &crate::signature::RSA_SIGNATURE,
+            c"kae RSA signature",
+        ),
+        ALG_END,
+    ])
+});
+
+static RAND_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
+    let t = &crate::rand::RAND_TABLES;
+    Table(vec![
+        algorithm(
+            c"CTR-DRBG",
+            &t[0],
+            c"kae CTR DRBG (front of a private default-provider DRBG)",
+        ),
+        algorithm(
+            c"HASH-DRBG",
+            &t[1],
+            c"kae HASH DRBG (front of a private default-provider DRBG)",
+        ),
+        algorithm(
+            c"HMAC-DRBG",
+            &t[2],
+            c"kae HMAC DRBG (front of a private default-provider DRBG)",
+        ),
+        ALG_END,
+    ])
+});
+
+/// The plain RSA signature plus the composite `RSA-SHA*` algorithms (OpenSSL 3.4+); listed
+/// instead of [`SIGNATURE_ALGS`] only when the running core is 3.4 or newer.
+static SIGNATURE_ALGS_WITH_SIGALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
+    let mut v = vec![algorithm(
+        RSA_NAMES,
+        &crate::signature::RSA_SIGNATURE,
+        c"kae RSA signature",
+    )];
+    v.extend(
+        crate::signature::sigalg_tables().map(|(names, imp, descr)| algorithm(names, imp, descr)),
+    );
+    v.push(ALG_END);
+    Table(v)
+});
+
+static KEM_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
+    Table(vec![
+        algorithm(RSA_NAMES, &crate::kem::RSA_KEM, c"kae RSA KEM (RSASVE)"),
+        ALG_END,
+    ])
+});
+
+static ASYM_CIPHER_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
+    Table(vec![
+        algorithm(
+            RSA_NAMES,
+            &crate::asym_cipher::RSA_ASYM_CIPHER,
+            c"kae RSA asymmetric cipher",
+        ),
+        ALG_END,
+    ])
+});
+
+static REASON_STRINGS: LazyLock<Table<OSSL_ITEM>> = LazyLock::new(|| {
+    let mut v: Vec<OSSL_ITEM> = KaeError::ALL
+        .iter()
+        .map(|r| OSSL_ITEM {
+            id: r.code(),
+            ptr: r.c_text().as_ptr() as *mut c_void,
+        })
+        .collect();
+    v.push(OSSL_ITEM {
+        id: 0,
+        ptr: core::ptr::null_mut(),
+    });
+    Table(v)
+});
+
+pub(super) unsafe extern "C" fn kae_query_operation(
+    provctx: *mut c_void,
+    operation_id: c_int,
+    no_cache: *mut c_int,
+) -> *const OSSL_ALGORITHM {
+    if !no_cache.is_null() {
+        // SAFETY: core passes a valid int pointer.
+        unsafe { *no_cache = 0 };
+    }
+    let r = std::panic::catch_unwind(|| {
+        // SAFETY: registry lookup.
+        let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
+            return core::ptr::null();
+        };
+        match operation_id {
+            OSSL_OP_KEYMGMT => match KEYMGMT_ALGS.get(prov.slot) {
+                Some(t) => merged(&prov, operation_id, t),
+                None => core::ptr::null(),
+            },
+            OSSL_OP_SIGNATURE => {
+                let table = if prov.core_at_least(3, 4) {
+                    &SIGNATURE_ALGS_WITH_SIGALGS
+                } else {
+                    &SIGNATURE_ALGS
+                };
+                merged(&prov, operation_id, table)
+            }
+            OSSL_OP_KEM => merged(&prov, operation_id, &KEM_ALGS),
+            OSSL_OP_ASYM_CIPHER => merged(&prov, operation_id, &ASYM_CIPHER_ALGS),
+            // Only with the private default provider: the fronts forward to it.
+            OSSL_OP_RAND if !prov.default_provider.is_null() => {
+                merged(&prov, operation_id, &RAND_ALGS)
+            }
+            // kae's own RSA / RSA-PSS encoders work in the private default provider's
+            // context, so they are listed only when it is loaded.
+            OSSL_OP_ENCODER if !prov.default_provider.is_null() => {
+                merged(&prov, operation_id, &crate::encoder::ENCODER_ALGS)
+            }
+            other => prov.proxied(other),
+        }
+    });
+    r.unwrap_or(core::ptr::null())
+}
+
+pub(super) unsafe extern "C" fn kae_get_reason_strings(_provctx: *mut c_void) -> *const OSSL_ITEM {
+    std::panic::catch_unwind(|| REASON_STRINGS.0.as_ptr()).unwrap_or(core::ptr::null())
+}

@@ -1,0 +1,121 @@
+//! Provider parameters: name, version, build information, the active backend and the
+//! operation counters (`openssl list -providers -verbose`).
+
+use super::algorithms::Table;
+use super::registry::ProvCtx;
+use crate::error::KaeError;
+use crate::ffi::guard;
+use crate::ffi::params::{desc, ParamsMut, END};
+use crate::ffi::sys::*;
+use core::ffi::{c_int, c_void, CStr};
+use std::ffi::CString;
+use std::sync::LazyLock;
+
+pub const PROVIDER_FULL_NAME: &CStr = c"kae RSA offload provider";
+pub const VERSION: &CStr =
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(s) => s,
+        Err(_) => panic!(),
+    };
+pub const BUILDINFO: &CStr = match CStr::from_bytes_with_nul(
+    concat!(
+        "kae ",
+        env!("CARGO_PKG_VERSION"),
+        " (Rust provider; backends: cpu)\0"
+    )
+    .as_bytes(),
+) {
+    Ok(s) => s,
+    Err(_) => panic!(),
+};
+
+/// Counter parameters (read-only, unsigned 64-bit): every slot of `stats::NAMES` plus their
+/// error sum, listed by `openssl list -providers -verbose`.
+static COUNTER_PARAMS: LazyLock<Vec<CString>> = LazyLock::new(|| {
+    let mut v: Vec<CString> = crate::stats::NAMES
+        .iter()
+        .map(|n| CString::new(*n).unwrap_or_default())
+        .collect();
+    v.push(c"errors".to_owned());
+    v
+});
+
+static PROVIDER_GETTABLE: LazyLock<Table<OSSL_PARAM>> = LazyLock::new(|| {
+    let mut v = vec![
+        desc(c"name", OSSL_PARAM_UTF8_PTR),
+        desc(c"version", OSSL_PARAM_UTF8_PTR),
+        desc(c"buildinfo", OSSL_PARAM_UTF8_PTR),
+        desc(c"status", OSSL_PARAM_INTEGER),
+        desc(c"backend", OSSL_PARAM_UTF8_PTR),
+        desc(c"live", OSSL_PARAM_UTF8_STRING),
+    ];
+    v.extend(
+        COUNTER_PARAMS
+            .iter()
+            .map(|k| desc(k, OSSL_PARAM_UNSIGNED_INTEGER)),
+    );
+    v.push(END);
+    Table(v)
+});
+
+pub(super) unsafe extern "C" fn kae_gettable_params(_provctx: *mut c_void) -> *const OSSL_PARAM {
+    std::panic::catch_unwind(|| PROVIDER_GETTABLE.0.as_ptr()).unwrap_or(core::ptr::null())
+}
+
+/// The `live` parameter: the active backend, this process's counters and the sum over every
+/// process with kae loaded (read from the counter pages). A copied UTF8_STRING, so nothing
+/// handed to OpenSSL points into memory that changes; `buildinfo` stays a static string.
+fn live_line() -> String {
+    let here = crate::stats::snapshot();
+    let all = crate::stats::live_pages(false);
+    format!(
+        "backend {} | this process: {} | {} process(es) with kae: {}",
+        crate::pool::backend_label().to_string_lossy(),
+        crate::stats::short_line(&here),
+        all.len(),
+        crate::stats::short_line(&crate::stats::total(&all)),
+    )
+}
+
+pub(super) unsafe extern "C" fn kae_get_params(
+    provctx: *mut c_void,
+    params: *mut OSSL_PARAM,
+) -> c_int {
+    // SAFETY: registry lookup.
+    let prov = unsafe { ProvCtx::clone_arc(provctx) };
+    guard(
+        prov.as_ref().map(|p| &p.core),
+        0,
+        || -> Result<c_int, KaeError> {
+            // SAFETY: the core passes a valid terminated array.
+            let mut ps = unsafe { ParamsMut::from_ptr(params) };
+            if let Some(mut p) = ps.locate(c"name") {
+                p.set_utf8(PROVIDER_FULL_NAME)?;
+            }
+            if let Some(mut p) = ps.locate(c"version") {
+                p.set_utf8(VERSION)?;
+            }
+            if let Some(mut p) = ps.locate(c"buildinfo") {
+                p.set_utf8(BUILDINFO)?;
+            }
+            if let Some(mut p) = ps.locate(c"live") {
+                p.set_utf8_owned(&live_line())?;
+            }
+            if let Some(mut p) = ps.locate(c"status") {
+                p.set_int(1)?;
+            }
+            if let Some(mut p) = ps.locate(c"backend") {
+                p.set_utf8(crate::pool::backend_label())?;
+            }
+            let s = crate::stats::snapshot();
+            let mut values: Vec<u64> = s.0.to_vec();
+            values.push(s.errors());
+            for (key, v) in COUNTER_PARAMS.iter().zip(values) {
+                if let Some(mut p) = ps.locate(key) {
+                    p.set_u64(v)?;
+                }
+            }
+            Ok(1)
+        },
+    )
+}

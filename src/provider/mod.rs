@@ -1,0 +1,37 @@
+//! The provider: entry point, configuration, instances, algorithm tables, re-listing of the
+//! default provider, capabilities and build information, one file each.
+
+mod algorithms;
+mod build_info;
+mod capabilities;
+mod config;
+mod entry;
+mod registry;
+mod relist;
+
+pub use algorithms::{Table, RSA_NAMES, RSA_PSS_NAMES};
+pub use build_info::{BUILDINFO, VERSION};
+pub(crate) use config::parse_bool;
+pub use config::Config;
+pub use entry::OSSL_provider_init;
+pub use registry::{instance, ProvCtx, MAX_INSTANCES};
+
+use crate::error::KaeError;
+use crate::ffi::params::Params;
+use core::ffi::CStr;
+use std::ffi::CString;
+
+pub const PROVIDER_NAME: &CStr = c"kae";
+pub const PROVIDER_FULL_NAME: &CStr = c"kae RSA offload provider";
+/// Property string every kae algorithm is registered with.
+pub const PROPERTIES: &CStr = c"provider=kae";
+
+/// Turns a `&str` into a C string or reports the parameter as invalid.
+pub fn cstring(s: &str) -> Result<CString, KaeError> {
+    CString::new(s).map_err(|_| KaeError::InvalidParam)
+}
+
+/// Reads an optional string parameter.
+pub fn opt_utf8<'a>(params: &Params<'a>, key: &CStr) -> Result<Option<&'a str>, KaeError> {
+    params.locate(key).map(|p| p.get_utf8()).transpose()
+}

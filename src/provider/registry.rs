@@ -1,0 +1,140 @@
+//! Provider instances: the per-instance context handed to OpenSSL and the lookups from the
+//! pointers the core passes back.
+
+use super::config::Config;
+use super::relist::ProxyTable;
+use crate::ffi::sys::*;
+use crate::ffi::Core;
+use core::ffi::{c_int, c_void};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Per-instance provider state; `provctx` handed to OpenSSL is an `Arc<ProvCtx>` raw pointer.
+pub struct ProvCtx {
+    pub core: Core,
+    /// kae's own library context: a child of the application's (`OSSL_LIB_CTX_new_child`),
+    /// so fetches and random numbers use the application's providers without treating the
+    /// core's opaque context as a library context. Freed at teardown.
+    pub libctx: *mut OSSL_LIB_CTX,
+    /// This instance's slot in [`INSTANCES`] (selects its keymgmt `load` functions).
+    pub slot: usize,
+    /// The running core's version (its `openssl-version` parameter): behaviour that differs
+    /// between OpenSSL releases follows it.
+    pub core_version: crate::core_version::CoreVersion,
+    pub config: Config,
+    /// The default provider we loaded (NULL with `load-default = no`). It lives in a private
+    /// library context of ours, so its RSA never competes with kae's in the application's
+    /// context; everything else it offers is re-listed under `provider=kae`.
+    pub default_provider: *mut OSSL_PROVIDER,
+    pub(super) default_libctx: *mut OSSL_LIB_CTX,
+    /// Algorithm tables of the default provider re-labelled `provider=kae`, per operation.
+    pub(super) proxied: Mutex<HashMap<c_int, ProxyTable>>,
+}
+
+/// Provider contexts by the pointer the core passes back to us. With the default provider
+/// loaded, that pointer is the default provider's own context (see `OSSL_provider_init`).
+pub(super) static REGISTRY: RwLock<Vec<(usize, Arc<ProvCtx>)>> = RwLock::new(Vec::new());
+
+fn lookup(p: *mut c_void) -> Option<Arc<ProvCtx>> {
+    let reg = REGISTRY.read().ok()?;
+    reg.iter()
+        .find(|(k, _)| *k == p as usize)
+        .map(|(_, v)| v.clone())
+}
+
+/// Provider instances by slot. keymgmt `load` carries no provider context, so each slot has
+/// its own `load` functions (`keymgmt::rsa_load::<SLOT>`): a key decoded in one library
+/// context is attached to the kae instance of that context, never to another one.
+pub const MAX_INSTANCES: usize = 8;
+pub(super) static INSTANCES: Mutex<[Option<std::sync::Weak<ProvCtx>>; MAX_INSTANCES]> =
+    Mutex::new([const { None }; MAX_INSTANCES]);
+
+/// The live instance in `slot`.
+pub fn instance(slot: usize) -> Option<Arc<ProvCtx>> {
+    let g = INSTANCES.lock().unwrap_or_else(|e| e.into_inner());
+    g.get(slot)?.as_ref()?.upgrade()
+}
+
+/// A free slot (one whose instance is gone), or None when MAX_INSTANCES are alive.
+pub(super) fn free_slot() -> Option<usize> {
+    let g = INSTANCES.lock().unwrap_or_else(|e| e.into_inner());
+    g.iter()
+        .position(|w| w.as_ref().map_or(true, |w| w.strong_count() == 0))
+}
+
+// SAFETY: the raw pointers are handles owned by the core, valid and thread-safe for the
+// provider's lifetime.
+unsafe impl Send for ProvCtx {}
+unsafe impl Sync for ProvCtx {}
+
+impl ProvCtx {
+    ///
+    /// # Safety
+    /// None needed; kept `unsafe` for symmetry with the other FFI argument converters.
+    pub unsafe fn clone_arc(p: *mut c_void) -> Option<Arc<ProvCtx>> {
+        if p.is_null() {
+            return None;
+        }
+        lookup(p)
+    }
+
+    /// Unloads our private default provider, its library context and our child library
+    /// context. Called at teardown, when the core holds no more methods of ours (so none of
+    /// the re-listed ones either).
+    pub(super) fn release_contexts(&self) {
+        // SAFETY: all were created in init and are released once (teardown runs once).
+        unsafe {
+            if !self.default_provider.is_null() {
+                OSSL_PROVIDER_unload(self.default_provider);
+            }
+            if !self.default_libctx.is_null() {
+                OSSL_LIB_CTX_free(self.default_libctx);
+            }
+            if !self.libctx.is_null() {
+                OSSL_LIB_CTX_free(self.libctx);
+            }
+        }
+    }
+
+    /// Whether the running core is at least `major.minor`.
+    pub fn core_at_least(&self, major: u32, minor: u32) -> bool {
+        self.core_version.at_least(major, minor)
+    }
+
+    /// kae's private library context holding the default provider (NULL with
+    /// `load-default = no`).
+    pub fn private_default_libctx(&self) -> *mut OSSL_LIB_CTX {
+        self.default_libctx
+    }
+
+    /// The same context, under the name kae's encoders use (they encode there).
+    pub fn default_libctx(&self) -> *mut OSSL_LIB_CTX {
+        self.default_libctx
+    }
+
+    /// Where kae's own random numbers (blinding, key generation) come from: the private
+    /// default provider's DRBG chain when kae loaded it, else the application's providers
+    /// (through our child context). Never a generator that kae itself lists: that would
+    /// make kae depend on how the application configured its own randomness.
+    pub fn rand_libctx(&self) -> *mut OSSL_LIB_CTX {
+        if self.default_libctx.is_null() {
+            self.libctx
+        } else {
+            self.default_libctx
+        }
+    }
+
+    pub fn rng(&self) -> crate::ffi::digest::Rng {
+        crate::ffi::digest::Rng {
+            libctx: self.rand_libctx(),
+            private: false,
+        }
+    }
+
+    pub fn private_rng(&self) -> crate::ffi::digest::Rng {
+        crate::ffi::digest::Rng {
+            libctx: self.rand_libctx(),
+            private: true,
+        }
+    }
+}

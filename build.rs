@@ -18,7 +18,7 @@ fn main() {
     for line in names_src.lines() {
         let line = line.trim();
         if let Some(rest) = line.strip_prefix("pub const ") {
-            if let Some((name, value)) = rest.split_once(": &str = ") {
+            if let Some((name, value)) = rest.split_once(": &CStr = c") {
                 defines.push_str(&format!(
                     "#define {} {}\n",
                     name.trim(),

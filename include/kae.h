@@ -12,7 +12,16 @@
 
 #define KAE_PROVIDER_NAME "kae"
 #define KAE_PROPQ "provider=kae"
-#define KAE_PARAM_LOAD_DEFAULT "load-default"
+#define KAE_CONF_LOG_LEVEL "log-level"
+#define KAE_CONF_LOG_TARGET "log-target"
+#define KAE_CONF_LOAD_DEFAULT "load-default"
+#define KAE_CONF_BACKEND "backend"
+#define KAE_CONF_QUEUES "queues"
+#define KAE_CONF_QUEUE_DEPTH "queue-depth"
+#define KAE_CONF_ASYNC "async"
+#define KAE_PARAM_BACKEND "backend"
+#define KAE_PARAM_LIVE "live"
+#define KAE_PARAM_ERRORS "errors"
 #define KAE_PARAM_IMPLICIT_REJECTION "implicit-rejection"
 
 /* The provider entry point exported by kae.so. */
@@ -21,8 +30,8 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
 
 
 /**
- * Version of the parameter-name set in this header.
+ * Version of the name set in this header.
  */
-#define KAE_NAMES_VERSION 1
+#define KAE_NAMES_VERSION 2
 
 #endif  /* KAE_H */

@@ -129,7 +129,7 @@ impl CipherCtx {
         }
         // Unknown to cores before 3.2, so ignored there as their default provider does.
         if let Some(p) = params
-            .locate(c"implicit-rejection")
+            .locate(crate::names::KAE_PARAM_IMPLICIT_REJECTION)
             .filter(|_| self.prov.core_version.implicit_rejection())
         {
             self.implicit_rejection = p.get_uint()? != 0;
@@ -165,7 +165,7 @@ impl CipherCtx {
             p.set_uint(self.negotiated_version)?;
         }
         if let Some(mut p) = ps
-            .locate(c"implicit-rejection")
+            .locate(crate::names::KAE_PARAM_IMPLICIT_REJECTION)
             .filter(|_| self.prov.core_version.implicit_rejection())
         {
             p.set_uint(self.implicit_rejection as u32)?;
@@ -528,7 +528,10 @@ unsafe extern "C" fn rsa_cipher_set_ctx_params(
 // `implicit-rejection` comes first in both tables so that cores before 3.2, which do not know
 // it, are given the same array from its second entry on (see `described`).
 static GETTABLE: ParamTable<8> = ParamTable([
-    desc(c"implicit-rejection", OSSL_PARAM_UNSIGNED_INTEGER),
+    desc(
+        crate::names::KAE_PARAM_IMPLICIT_REJECTION,
+        OSSL_PARAM_UNSIGNED_INTEGER,
+    ),
     desc(c"pad-mode", OSSL_PARAM_UTF8_STRING),
     desc(c"digest", OSSL_PARAM_UTF8_STRING),
     desc(c"mgf1-digest", OSSL_PARAM_UTF8_STRING),
@@ -539,7 +542,10 @@ static GETTABLE: ParamTable<8> = ParamTable([
 ]);
 
 static SETTABLE: ParamTable<11> = ParamTable([
-    desc(c"implicit-rejection", OSSL_PARAM_UNSIGNED_INTEGER),
+    desc(
+        crate::names::KAE_PARAM_IMPLICIT_REJECTION,
+        OSSL_PARAM_UNSIGNED_INTEGER,
+    ),
     desc(c"pad-mode", OSSL_PARAM_UTF8_STRING),
     desc(c"digest", OSSL_PARAM_UTF8_STRING),
     desc(c"digest-props", OSSL_PARAM_UTF8_STRING),

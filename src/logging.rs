@@ -97,6 +97,36 @@ pub fn init() {
     });
 }
 
+/// Whether `t` names a usable log target: `stderr`, `syslog` or `file:` and an absolute path.
+pub fn check_target(t: &str) -> Option<()> {
+    let t = t.trim();
+    let ok = t.eq_ignore_ascii_case("stderr")
+        || t.eq_ignore_ascii_case("syslog")
+        || t.strip_prefix("file:").is_some_and(|p| p.starts_with('/'));
+    ok.then_some(())
+}
+
+/// A configuration problem: written to stderr whatever the log level (kae may be missing from
+/// the process because of it, and OpenSSL does not say so), and to syslog as well when that is
+/// the log target the configuration asks for.
+pub fn config_diagnostic(line: &str, error: bool, syslog: bool) {
+    write_stderr_line(line);
+    if syslog {
+        if let Ok(msg) = std::ffi::CString::new(line.replace('\0', " ")) {
+            let prio = if error {
+                libc::LOG_ERR
+            } else {
+                libc::LOG_WARNING
+            };
+            // SAFETY: static ident; constant format string with one C string argument.
+            unsafe {
+                libc::openlog(c"kae".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON);
+                libc::syslog(prio, c"%s".as_ptr(), msg.as_ptr());
+            }
+        }
+    }
+}
+
 /// Applies `log-level` / `log-target` from the provider config; the environment wins.
 /// Returns an error text for an unusable target.
 pub fn configure(level: Option<&str>, target: Option<&str>) -> Result<(), String> {
@@ -115,7 +145,7 @@ pub fn configure(level: Option<&str>, target: Option<&str>) -> Result<(), String
             // SAFETY: static ident string; openlog keeps the pointer.
             unsafe { libc::openlog(c"kae".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
             Target::Syslog
-        } else if let Some(path) = t.strip_prefix("file:") {
+        } else if let Some(path) = t.strip_prefix("file:").filter(|p| p.starts_with('/')) {
             let f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -123,7 +153,9 @@ pub fn configure(level: Option<&str>, target: Option<&str>) -> Result<(), String
                 .map_err(|e| format!("log-target={t}: {e}"))?;
             Target::File(Mutex::new(f))
         } else {
-            return Err(format!("log-target={t} (stderr, syslog or file:/path)"));
+            return Err(format!(
+                "log-target={t}: accepted: stderr, syslog or file:/absolute/path"
+            ));
         };
         // First configuration wins (the logger is per process).
         let _ = LOGGER.target.set(chosen);

@@ -190,13 +190,13 @@ pub fn snapshot() -> Snapshot {
 }
 
 /// One line for logs (printed at provider teardown or process exit with `KAE_LOG=info`).
-/// Scripts and tests parse it: keep the leading `private ops N ok / M failed` shape.
+/// Scripts and tests parse it: keep the leading `private ops N ok / M failed` shape. The
+/// logger puts `kae[PID] INFO: ` in front.
 pub fn summary_line() -> String {
     let s = snapshot();
     format!(
-        "kae[{}] summary: private ops {} ok / {} failed ({} offloaded), public ops {} ok / {} failed ({} offloaded), \
+        "summary: private ops {} ok / {} failed ({} offloaded), public ops {} ok / {} failed ({} offloaded), \
          async pauses {}, spurious resumes {}, queue-full retries {}, fallbacks {}, CRT faults {}",
-        std::process::id(),
         s.private_ok(),
         s.get(idx::PRIVATE_ERRORS),
         s.get(idx::PRIVATE_OFFLOADED),
@@ -422,12 +422,12 @@ fn euid_check() {
                 mark_moved(old);
             }
             log::info!(
-                "kae: effective uid changed from {old_uid} to {uid}: counters now published under {}/{uid}",
+                "effective uid changed from {old_uid} to {uid}: counters now published under {}/{uid}",
                 stats_dir().display()
             );
         }
         Err(f) => log::warn!(
-            "kae: effective uid changed from {old_uid} to {uid}, but the counter page cannot move ({}); it stays where it is and is left behind at exit",
+            "effective uid changed from {old_uid} to {uid}, but the counter page cannot move ({}); it stays where it is and is left behind at exit",
             describe_failure(uid, f)
         ),
     }
@@ -437,10 +437,7 @@ fn euid_check() {
 /// automatically). Also registers the exit-time summary and cleanup. Cheap; starts no thread.
 pub fn publish(backend: &str) {
     PUBLISHED_ONCE.call_once(|| {
-        if crate::env::var("KAE_STATS")
-            .map(|v| v == "no" || v == "0")
-            .unwrap_or(false)
-        {
+        if crate::provider::stats_disabled() {
             // SAFETY: registering a plain extern "C" fn.
             unsafe { libc::atexit(at_exit) };
             return;
@@ -450,7 +447,7 @@ pub fn publish(backend: &str) {
             Ok(root) => {
                 let _ = ROOT.set(root);
             }
-            Err(_) => log::warn!("kae: KAE_STATS_DIR contains a NUL byte: counters not published"),
+            Err(_) => log::warn!("KAE_STATS_DIR contains a NUL byte: counters not published"),
         }
         let mut label = [0u8; 16];
         let b = backend.as_bytes();
@@ -471,7 +468,7 @@ pub fn publish(backend: &str) {
                     PAGE.store(page, Ordering::Release);
                 }
                 Err(f) => log::warn!(
-                    "kae: counters not published ({}); kae-stat will not see this process",
+                    "counters not published ({}); kae-stat will not see this process",
                     describe_failure(uid, f)
                 ),
             }

@@ -24,7 +24,7 @@ fn parse_summary(stderr: &str) -> Option<(u64, u64, u64)> {
 
 #[test]
 fn parse_summary_line() {
-    let l = "kae[1] INFO: kae[1] summary: private ops 1564 ok / 0 failed (1556 offloaded), public ops 37352 ok / 0 failed (0 offloaded), async pauses 1556, spurious resumes 0";
+    let l = "kae[1] INFO: summary: private ops 1564 ok / 0 failed (1556 offloaded), public ops 37352 ok / 0 failed (0 offloaded), async pauses 1556, spurious resumes 0";
     assert_eq!(parse_summary(l), Some((1564, 1556, 1556)));
     let l = "kae[1] summary: private ops 7 (5 offloaded), public ops 3 (0 offloaded), errors 0, async pauses 9, spurious resumes 0";
     assert_eq!(parse_summary(l), Some((7, 5, 9)));

@@ -130,7 +130,7 @@ pub fn compute_caught(compute: ComputeFn, r: &mut Request) {
         r.result = Err(crate::error::KaeError::Panic);
         crate::logging::warn_rate_limited(
             "worker-panic",
-            format_args!("kae: a pool computation panicked; its request fails, the worker goes on"),
+            format_args!("a pool computation panicked; its request fails, the worker goes on"),
         );
     }
 }

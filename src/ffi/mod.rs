@@ -5,6 +5,7 @@
 
 pub mod async_job;
 pub mod bn;
+pub mod conf;
 pub mod core;
 pub mod digest;
 pub mod encode;

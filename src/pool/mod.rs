@@ -114,7 +114,7 @@ pub fn configure(cfg: PoolConfig) {
         && CONFIG.get().map(|c| format!("{c:?}")) != Some(format!("{cfg:?}"))
     {
         log::warn!(
-            "kae: pool already configured as {:?}; ignoring {:?}",
+            "pool already configured as {:?}; ignoring {:?}",
             CONFIG.get(),
             cfg
         );
@@ -279,7 +279,7 @@ impl Pool {
             .unwrap_or_else(|_| {
                 crate::logging::warn_rate_limited(
                     "poller-panic",
-                    format_args!("kae: the {} backend's poll panicked", self.backend.name()),
+                    format_args!("the {} backend's poll panicked", self.backend.name()),
                 );
                 0
             });
@@ -372,7 +372,7 @@ fn register_fork_handlers() {
         && !FORK_HANDLERS.swap(true, Ordering::AcqRel)
         && !crate::ffi::fork::register_atfork(before_fork, after_fork_parent, after_fork_child)
     {
-        log::warn!("kae: could not register fork handlers for the queue pool");
+        log::warn!("could not register fork handlers for the queue pool");
     }
 }
 
@@ -433,23 +433,13 @@ fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
         }
     };
     if inherited {
-        log::info!("kae[{pid}]: forked child starts its own queue pool");
+        log::info!("forked child starts its own queue pool");
     }
     let cfg = config();
-    if cfg.backend == BackendChoice::Hpre {
-        stats::note_fallback();
-        crate::logging::warn_rate_limited(
-            "hpre-missing",
-            format_args!(
-                "kae: backend=hpre requested but {}; using the CPU",
-                chosen_backend(cfg.backend).1
-            ),
-        );
-    }
     match Pool::start_cpu(&cfg, compute) {
         Ok(pool) => {
             log::info!(
-                "kae[{pid}]: queue pool started: backend {}, {} queues × depth {}",
+                "queue pool started: backend {}, {} queues × depth {}",
                 pool.backend_name(),
                 cfg.queues,
                 cfg.depth
@@ -460,7 +450,7 @@ fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
         Err(e) => {
             crate::logging::warn_rate_limited(
                 "pool-start",
-                format_args!("kae: could not start the queue pool ({e}); computing inline"),
+                format_args!("could not start the queue pool ({e}); computing inline"),
             );
             None
         }
@@ -472,14 +462,19 @@ fn running_in(pid: u32) -> Option<Arc<Pool>> {
     CURRENT.lock().as_ref().filter(|p| p.pid == pid).cloned()
 }
 
+/// Why `backend = hpre` cannot be served here.
+pub fn hpre_unavailable_reason() -> &'static str {
+    "this build of kae has no HPRE backend yet"
+}
+
 /// The backend a configuration selects, and why (for the start-up log line).
 pub fn chosen_backend(choice: BackendChoice) -> (&'static str, &'static str) {
     match choice {
         BackendChoice::Cpu => ("cpu", "configured"),
-        BackendChoice::Auto => ("cpu", "auto: this build has no HPRE backend"),
+        BackendChoice::Auto => ("cpu", "auto: this build of kae has no HPRE backend yet"),
         BackendChoice::Hpre => (
             "cpu",
-            "hpre requested, but this build has no HPRE backend: falling back to the CPU",
+            "hpre configured but unavailable: falling back to the CPU",
         ),
     }
 }
@@ -548,7 +543,7 @@ fn offload_async_jobs() -> bool {
     };
     if cfg.async_mode == AsyncMode::Auto && !offload {
         log::info!(
-            "kae[{pid}]: async = auto and this process may run on {cpus} CPU: CPU workers \
+            "async = auto and this process may run on {cpus} CPU: CPU workers \
              would only share it with the application, so async jobs compute inline"
         );
     }

@@ -16,25 +16,19 @@ use std::time::{Duration, Instant};
 /// Shortest spin before parking, µs (`KAE_SPIN_US`, default 10; 0 = park at once).
 fn min_spin_us() -> u64 {
     static SPIN: OnceLock<u64> = OnceLock::new();
-    *SPIN.get_or_init(|| env_us("KAE_SPIN_US", 10))
+    *SPIN.get_or_init(|| crate::provider::spin_bounds().0)
 }
 
 /// Longest adaptive spin, µs (`KAE_SPIN_MAX_US`, default 300): gaps longer than this are idle
-/// time, not the hand-back of a single in-flight job.
+/// time, not the hand-back of a single in-flight job. Both are checked at provider init.
 fn max_spin_us() -> u64 {
     static SPIN: OnceLock<u64> = OnceLock::new();
-    *SPIN.get_or_init(|| env_us("KAE_SPIN_MAX_US", 300).max(min_spin_us()))
+    *SPIN.get_or_init(|| crate::provider::spin_bounds().1)
 }
 
 /// The minimum spin, for other waits on the pool's hot path.
 pub(crate) fn spin_budget() -> Duration {
     Duration::from_micros(min_spin_us())
-}
-
-fn env_us(name: &str, default: u64) -> u64 {
-    crate::env::var(name)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// Spin budget for a recent gap average (µs): 1.5x the gap when it is at most `max`, else

@@ -36,7 +36,7 @@ static COUNTER_PARAMS: LazyLock<Vec<CString>> = LazyLock::new(|| {
         .iter()
         .map(|n| CString::new(*n).unwrap_or_default())
         .collect();
-    v.push(c"errors".to_owned());
+    v.push(crate::names::KAE_PARAM_ERRORS.to_owned());
     v
 });
 
@@ -46,8 +46,8 @@ static PROVIDER_GETTABLE: LazyLock<Table<OSSL_PARAM>> = LazyLock::new(|| {
         desc(c"version", OSSL_PARAM_UTF8_PTR),
         desc(c"buildinfo", OSSL_PARAM_UTF8_PTR),
         desc(c"status", OSSL_PARAM_INTEGER),
-        desc(c"backend", OSSL_PARAM_UTF8_PTR),
-        desc(c"live", OSSL_PARAM_UTF8_STRING),
+        desc(crate::names::KAE_PARAM_BACKEND, OSSL_PARAM_UTF8_PTR),
+        desc(crate::names::KAE_PARAM_LIVE, OSSL_PARAM_UTF8_STRING),
     ];
     v.extend(
         COUNTER_PARAMS
@@ -98,13 +98,13 @@ pub(super) unsafe extern "C" fn kae_get_params(
             if let Some(mut p) = ps.locate(c"buildinfo") {
                 p.set_utf8(BUILDINFO)?;
             }
-            if let Some(mut p) = ps.locate(c"live") {
+            if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_LIVE) {
                 p.set_utf8_owned(&live_line())?;
             }
             if let Some(mut p) = ps.locate(c"status") {
                 p.set_int(1)?;
             }
-            if let Some(mut p) = ps.locate(c"backend") {
+            if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_BACKEND) {
                 p.set_utf8(crate::pool::backend_label())?;
             }
             let s = crate::stats::snapshot();

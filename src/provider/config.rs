@@ -1,10 +1,17 @@
 //! The provider's configuration: `key = value` entries of its config section and the
 //! `KAE_*` environment variables that override them.
+//!
+//! A bad value must never leave a server silently running without kae: OpenSSL 3.0's
+//! `openssl list` and `nginx -t` exit 0 with a provider that failed to initialize simply left
+//! out. So every problem found here is written to stderr (and to syslog when that is the
+//! chosen log target) whatever the log level, naming the key or variable, the value and what is
+//! accepted; a bad value refuses the load, an unknown key is warned about.
 
 use crate::error::KaeError;
 use crate::ffi::params::END;
 use crate::ffi::sys::*;
 use crate::ffi::Core;
+use crate::names::*;
 use core::ffi::{c_char, CStr};
 
 /// Provider configuration read from the config section (or environment) at init.
@@ -16,7 +23,7 @@ pub struct Config {
     pub load_default: bool,
     /// Queue pool settings (`backend`, `queues`, `queue-depth`, `async`).
     pub pool: crate::pool::PoolConfig,
-    /// `log-level` and `log-target` (see `logging`).
+    /// `log-level` and `log-target` (see `logging`), validated.
     pub log_level: Option<String>,
     pub log_target: Option<String>,
 }
@@ -40,85 +47,501 @@ pub(crate) fn parse_bool(v: &str) -> Option<bool> {
     }
 }
 
-/// Config keys of the provider section and the environment variables that override them.
-const CONFIG_KEYS: [(&CStr, &str); 7] = [
-    (c"log-level", "KAE_LOG"),
-    (c"log-target", "KAE_LOG_TARGET"),
-    (c"load-default", "KAE_LOAD_DEFAULT"),
-    (c"backend", "KAE_BACKEND"),
-    (c"queues", "KAE_QUEUES"),
-    (c"queue-depth", "KAE_QUEUE_DEPTH"),
-    (c"async", "KAE_ASYNC"),
+/// One key of the provider section, the environment variable that overrides it, and what it
+/// accepts (the words of the error message).
+pub struct Setting {
+    pub key: &'static CStr,
+    pub env: &'static str,
+    pub accepted: &'static str,
+}
+
+/// Every key kae reads from its config section.
+pub const SETTINGS: [Setting; 7] = [
+    Setting {
+        key: KAE_CONF_LOG_LEVEL,
+        env: "KAE_LOG",
+        accepted: "off, error, warn, info, debug or trace",
+    },
+    Setting {
+        key: KAE_CONF_LOG_TARGET,
+        env: "KAE_LOG_TARGET",
+        accepted: "stderr, syslog or file:/absolute/path",
+    },
+    Setting {
+        key: KAE_CONF_LOAD_DEFAULT,
+        env: "KAE_LOAD_DEFAULT",
+        accepted: "yes or no (also 1/0, on/off, true/false)",
+    },
+    Setting {
+        key: KAE_CONF_BACKEND,
+        env: "KAE_BACKEND",
+        accepted: "auto, cpu or hpre",
+    },
+    Setting {
+        key: KAE_CONF_QUEUES,
+        env: "KAE_QUEUES",
+        accepted: "a whole number from 1 to 256",
+    },
+    Setting {
+        key: KAE_CONF_QUEUE_DEPTH,
+        env: "KAE_QUEUE_DEPTH",
+        accepted: "a whole number from 1 to 65536",
+    },
+    Setting {
+        key: KAE_CONF_ASYNC,
+        env: "KAE_ASYNC",
+        accepted: "auto, yes or no (also 1/0, on/off, true/false)",
+    },
 ];
 
+/// Keys OpenSSL itself reads from a provider section (never passed on as parameters).
+const OPENSSL_KEYS: [&str; 4] = ["module", "identity", "activate", "soft_load"];
+
+/// Environment variables without a config key: (name, accepted).
+pub const ENV_ONLY: [(&str, &str); 4] = [
+    ("KAE_STATS", "yes or no (publish the counter page)"),
+    ("KAE_STATS_DIR", "an absolute directory path"),
+    (
+        "KAE_SPIN_US",
+        "a whole number of microseconds from 0 to 100000, at most KAE_SPIN_MAX_US",
+    ),
+    (
+        "KAE_SPIN_MAX_US",
+        "a whole number of microseconds from 0 to 100000, at least KAE_SPIN_US",
+    ),
+];
+
+/// Longest spin either spin variable may ask for (100 ms: beyond that a worker should park).
+const SPIN_LIMIT_US: u64 = 100_000;
+
+/// Where a value came from, for the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The provider's config section (its name and file, when kae found them).
+    Section(Option<String>),
+    Env,
+}
+
+/// One problem with the configuration, worded for the operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub fatal: bool,
+    pub text: String,
+}
+
+fn bad_key(setting: &Setting, value: &str, source: &Source) -> Problem {
+    let key = setting.key.to_str().unwrap_or_default();
+    let text = match source {
+        Source::Env => format!(
+            "environment variable {}=\"{value}\" is not valid (it overrides config key '{key}'); accepted: {}",
+            setting.env, setting.accepted
+        ),
+        Source::Section(where_) => format!(
+            "config key '{key}' = \"{value}\"{} is not valid; accepted: {}",
+            where_.as_deref().map(|w| format!(" in {w}")).unwrap_or_default(),
+            setting.accepted
+        ),
+    };
+    Problem { fatal: true, text }
+}
+
+fn bad_env(name: &str, value: &str, accepted: &str) -> Problem {
+    Problem {
+        fatal: true,
+        text: format!("environment variable {name}=\"{value}\" is not valid; accepted: {accepted}"),
+    }
+}
+
+fn whole_number(v: &str, range: core::ops::RangeInclusive<u64>) -> Option<u64> {
+    let v = v.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse().ok().filter(|n| range.contains(n))
+}
+
+/// Applies one value to `cfg`; `None` when the value is not accepted.
+fn apply(cfg: &mut Config, key: &CStr, v: &str) -> Option<()> {
+    if key == KAE_CONF_LOAD_DEFAULT {
+        cfg.load_default = parse_bool(v)?;
+    } else if key == KAE_CONF_BACKEND {
+        cfg.pool.backend = crate::pool::BackendChoice::parse(v)?;
+    } else if key == KAE_CONF_QUEUES {
+        cfg.pool.queues = whole_number(v, 1..=256)? as usize;
+    } else if key == KAE_CONF_QUEUE_DEPTH {
+        cfg.pool.depth = whole_number(v, 1..=65536)? as usize;
+    } else if key == KAE_CONF_ASYNC {
+        cfg.pool.async_mode = crate::pool::AsyncMode::parse(v)?;
+    } else if key == KAE_CONF_LOG_LEVEL {
+        crate::logging::parse_level(v)?;
+        cfg.log_level = Some(v.to_owned());
+    } else if key == KAE_CONF_LOG_TARGET {
+        crate::logging::check_target(v)?;
+        cfg.log_target = Some(v.to_owned());
+    }
+    Some(())
+}
+
+/// Builds the configuration from the section's values and the environment's (which win), and
+/// checks the environment-only variables. Every problem is returned, not just the first.
+pub fn build(
+    section: &[(&'static CStr, String)],
+    section_name: Option<String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Config, Vec<Problem>) {
+    let mut cfg = Config::default();
+    let mut problems = Vec::new();
+    let source = Source::Section(section_name);
+    for setting in &SETTINGS {
+        if let Some((_, v)) = section.iter().find(|(k, _)| *k == setting.key) {
+            if apply(&mut cfg, setting.key, v).is_none() {
+                problems.push(bad_key(setting, v, &source));
+            }
+        }
+        if let Some(v) = env(setting.env) {
+            if apply(&mut cfg, setting.key, &v).is_none() {
+                problems.push(bad_key(setting, &v, &Source::Env));
+            }
+        }
+    }
+    problems.extend(check_env_only(env));
+    (cfg, problems)
+}
+
+fn check_env_only(env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let accepted = |name: &str| {
+        ENV_ONLY
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, a)| a)
+    };
+    if let Some(v) = env("KAE_STATS") {
+        if parse_bool(&v).is_none() {
+            problems.push(bad_env("KAE_STATS", &v, accepted("KAE_STATS")));
+        }
+    }
+    if let Some(v) = env("KAE_STATS_DIR") {
+        if !v.starts_with('/') {
+            problems.push(bad_env("KAE_STATS_DIR", &v, accepted("KAE_STATS_DIR")));
+        }
+    }
+    let mut spins = [None, None];
+    for (i, name) in ["KAE_SPIN_US", "KAE_SPIN_MAX_US"].into_iter().enumerate() {
+        if let Some(v) = env(name) {
+            match whole_number(&v, 0..=SPIN_LIMIT_US) {
+                Some(n) => spins[i] = Some(n),
+                None => problems.push(bad_env(name, &v, accepted(name))),
+            }
+        }
+    }
+    let (min, max) = spin_values(spins[0], spins[1]);
+    if min > max {
+        problems.push(Problem {
+            fatal: true,
+            text: format!(
+                "environment variables KAE_SPIN_US={min} and KAE_SPIN_MAX_US={max} are not valid together; accepted: KAE_SPIN_US at most KAE_SPIN_MAX_US"
+            ),
+        });
+    }
+    problems
+}
+
+/// Spin defaults (µs) when the variables are unset: 10 and 300.
+fn spin_values(min: Option<u64>, max: Option<u64>) -> (u64, u64) {
+    (min.unwrap_or(10), max.unwrap_or(300))
+}
+
+/// The pool's spin bounds (µs) from `KAE_SPIN_US` / `KAE_SPIN_MAX_US` (checked at init; an
+/// unusable value there refused the load, so the defaults here are only a safety net).
+pub fn spin_bounds() -> (u64, u64) {
+    let read = |n: &str| crate::env::var(n).and_then(|v| whole_number(&v, 0..=SPIN_LIMIT_US));
+    let (min, max) = spin_values(read("KAE_SPIN_US"), read("KAE_SPIN_MAX_US"));
+    (min, max.max(min))
+}
+
+/// Whether `KAE_STATS` turns the counter page off.
+pub fn stats_disabled() -> bool {
+    crate::env::var("KAE_STATS").and_then(|v| parse_bool(&v)) == Some(false)
+}
+
+/// Warnings for keys of kae's section that nobody reads, each with the closest known key.
+pub fn unknown_keys(keys: &[String], where_: &str) -> Vec<Problem> {
+    let known: Vec<&str> = SETTINGS
+        .iter()
+        .map(|s| s.key.to_str().unwrap_or_default())
+        .chain(OPENSSL_KEYS)
+        .collect();
+    keys.iter()
+        .filter(|k| !known.contains(&k.as_str()))
+        .map(|k| {
+            let closest = known
+                .iter()
+                .min_by_key(|c| edit_distance(&k.to_ascii_lowercase(), c))
+                .copied()
+                .unwrap_or_default();
+            Problem {
+                fatal: false,
+                text: format!(
+                    "unknown key '{k}' in {where_} is ignored; did you mean '{closest}'? (known keys: {})",
+                    known.join(", ")
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Levenshtein distance (keys are short; quadratic is fine).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 impl Config {
-    /// Reads `key = value` entries of the provider's config section through the core, then
-    /// applies environment overrides.
+    /// Reads the provider section through the core and the environment, reports every
+    /// problem where the operator looks, and refuses a configuration with a bad value.
     pub(super) fn from_core(core: &Core) -> Result<Config, crate::ffi::core::Failure> {
-        let mut values: Vec<(&'static str, String)> = Vec::new();
-        if let Some(get) = core.get_params {
-            let mut ptrs: [*const c_char; CONFIG_KEYS.len()] =
-                [core::ptr::null(); CONFIG_KEYS.len()];
-            let mut req: Vec<OSSL_PARAM> = ptrs
-                .iter_mut()
-                .zip(CONFIG_KEYS.iter())
-                .map(|(p, (key, _))| OSSL_PARAM {
-                    key: key.as_ptr(),
-                    data_type: OSSL_PARAM_UTF8_PTR,
-                    data: (p as *mut *const c_char).cast(),
-                    data_size: core::mem::size_of::<*const c_char>(),
-                    return_size: OSSL_PARAM_UNMODIFIED,
+        let section = read_section(core);
+        let provider_name = read_core_string(core, c"provider-name");
+        // The file is only read to name the section in messages and to find unknown keys.
+        // It is the default configuration file; the process may have loaded another one, so
+        // it is used only when it agrees with every value the core gave us.
+        let file = provider_name
+            .as_deref()
+            .and_then(crate::ffi::conf::provider_section)
+            .filter(|f| {
+                section.iter().all(|(k, v)| {
+                    f.entries
+                        .iter()
+                        .any(|(fk, fv)| fk.as_bytes() == k.to_bytes() && fv == v)
                 })
-                .collect();
-            req.push(END);
-            // SAFETY: core function with our handle and a well-formed request array.
-            unsafe { get(core.handle, req.as_mut_ptr()) };
-            for (p, (key, _)) in ptrs.iter().zip(CONFIG_KEYS.iter()) {
-                // SAFETY: the core set it to NULL or a string owned by the config.
-                if let Some(v) = unsafe { crate::ffi::core::opt_cstr(*p) } {
-                    values.push((key.to_str().unwrap_or_default(), v.to_owned()));
-                }
-            }
+            });
+        let where_ = file
+            .as_ref()
+            .map(|f| format!("section [{}] of {}", f.section, f.file));
+        let (cfg, mut problems) = build(&section, where_.clone(), &|n| crate::env::var(n));
+        if let (Some(f), Some(w)) = (&file, &where_) {
+            let keys: Vec<String> = f.entries.iter().map(|(k, _)| k.clone()).collect();
+            problems.extend(unknown_keys(&keys, w));
         }
-        for (key, env) in CONFIG_KEYS {
-            // Not in setuid/setgid programs: see crate::env.
-            if let Some(v) = crate::env::var(env) {
-                values.push((key.to_str().unwrap_or_default(), v));
-            }
+        let wants_syslog = |v: &Option<String>| {
+            v.as_deref()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("syslog"))
+        };
+        let syslog = wants_syslog(&crate::env::var("KAE_LOG_TARGET"))
+            || wants_syslog(
+                &section
+                    .iter()
+                    .find(|(k, _)| *k == KAE_CONF_LOG_TARGET)
+                    .map(|(_, v)| v.clone()),
+            );
+        let fatal = problems.iter().filter(|p| p.fatal).count();
+        for p in &problems {
+            let level = if p.fatal { "error" } else { "warning" };
+            crate::logging::config_diagnostic(
+                &format!("kae: {level}: {}", p.text),
+                p.fatal,
+                syslog,
+            );
         }
-        let mut cfg = Config::default();
-        for (key, v) in values {
-            let bad =
-                || crate::ffi::core::Failure::with(KaeError::InvalidParam, format!("{key}={v}"));
-            match key {
-                "load-default" => cfg.load_default = parse_bool(&v).ok_or_else(bad)?,
-                "backend" => {
-                    cfg.pool.backend = crate::pool::BackendChoice::parse(&v).ok_or_else(bad)?
-                }
-                "queues" => {
-                    cfg.pool.queues = v
-                        .trim()
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=256).contains(n))
-                        .ok_or_else(bad)?
-                }
-                "queue-depth" => {
-                    cfg.pool.depth = v
-                        .trim()
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=65536).contains(n))
-                        .ok_or_else(bad)?
-                }
-                "async" => {
-                    cfg.pool.async_mode = crate::pool::AsyncMode::parse(&v).ok_or_else(bad)?
-                }
-                "log-level" => cfg.log_level = Some(v.clone()),
-                "log-target" => cfg.log_target = Some(v.clone()),
-                _ => {}
-            }
+        if fatal > 0 {
+            crate::logging::config_diagnostic(
+                "kae: error: kae is NOT loaded: fix the value(s) above (OpenSSL may go on without kae and exit 0)",
+                true,
+                syslog,
+            );
+            let first = problems.iter().find(|p| p.fatal).map(|p| p.text.clone());
+            return Err(crate::ffi::core::Failure::with(
+                KaeError::InvalidParam,
+                first.unwrap_or_default(),
+            ));
         }
         Ok(cfg)
+    }
+}
+
+/// The values of our keys in the provider section, as the core hands them over.
+fn read_section(core: &Core) -> Vec<(&'static CStr, String)> {
+    let mut values = Vec::new();
+    let Some(get) = core.get_params else {
+        return values;
+    };
+    let mut ptrs: [*const c_char; SETTINGS.len()] = [core::ptr::null(); SETTINGS.len()];
+    let mut req: Vec<OSSL_PARAM> = ptrs
+        .iter_mut()
+        .zip(SETTINGS.iter())
+        .map(|(p, s)| OSSL_PARAM {
+            key: s.key.as_ptr(),
+            data_type: OSSL_PARAM_UTF8_PTR,
+            data: (p as *mut *const c_char).cast(),
+            data_size: core::mem::size_of::<*const c_char>(),
+            return_size: OSSL_PARAM_UNMODIFIED,
+        })
+        .collect();
+    req.push(END);
+    // SAFETY: core function with our handle and a well-formed request array.
+    unsafe { get(core.handle, req.as_mut_ptr()) };
+    for (p, s) in ptrs.iter().zip(SETTINGS.iter()) {
+        // SAFETY: the core set it to NULL or a string owned by the config.
+        if let Some(v) = unsafe { crate::ffi::core::opt_cstr(*p) } {
+            values.push((s.key, v.to_owned()));
+        }
+    }
+    values
+}
+
+/// One UTF-8 parameter of the core (`provider-name`, `openssl-version`).
+pub(super) fn read_core_string(core: &Core, key: &CStr) -> Option<String> {
+    let get = core.get_params?;
+    let mut value: *const c_char = core::ptr::null();
+    let mut req = [
+        OSSL_PARAM {
+            key: key.as_ptr(),
+            data_type: OSSL_PARAM_UTF8_PTR,
+            data: (&mut value as *mut *const c_char).cast(),
+            data_size: core::mem::size_of::<*const c_char>(),
+            return_size: OSSL_PARAM_UNMODIFIED,
+        },
+        END,
+    ];
+    // SAFETY: core function with our handle and a well-formed request array.
+    unsafe { get(core.handle, req.as_mut_ptr()) };
+    // SAFETY: the core set it to NULL or to a string it owns.
+    unsafe { crate::ffi::core::opt_cstr(value) }.map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn problems_for(section: &[(&'static CStr, &str)], env: &[(&str, &str)]) -> Vec<Problem> {
+        let section: Vec<(&'static CStr, String)> =
+            section.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        build(&section, Some("section [kae_sect] of x.cnf".into()), &|n| {
+            env.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone())
+        })
+        .1
+    }
+
+    #[test]
+    fn every_bad_value_of_a_known_key_is_reported_with_key_value_and_accepted_set() {
+        for (key, value) in [
+            (KAE_CONF_QUEUES, "abc"),
+            (KAE_CONF_QUEUES, "0"),
+            (KAE_CONF_QUEUES, "257"),
+            (KAE_CONF_QUEUES, "+4"),
+            (KAE_CONF_QUEUE_DEPTH, "-1"),
+            (KAE_CONF_BACKEND, "gpu"),
+            (KAE_CONF_ASYNC, "maybe"),
+            (KAE_CONF_LOG_LEVEL, "verbose"),
+            (KAE_CONF_LOG_TARGET, "file:relative.log"),
+            (KAE_CONF_LOG_TARGET, "journal"),
+            (KAE_CONF_LOAD_DEFAULT, "nope"),
+        ] {
+            let p = problems_for(&[(key, value)], &[]);
+            assert_eq!(p.len(), 1, "{key:?}={value}: {p:?}");
+            let t = &p[0].text;
+            assert!(p[0].fatal);
+            assert!(t.contains(&format!("'{}'", key.to_str().unwrap())), "{t}");
+            assert!(t.contains(&format!("\"{value}\"")), "{t}");
+            assert!(t.contains("accepted: "), "{t}");
+            assert!(t.contains("[kae_sect]"), "{t}");
+        }
+    }
+
+    #[test]
+    fn good_values_give_no_problem_and_are_applied() {
+        let section: Vec<(&'static CStr, String)> = vec![
+            (KAE_CONF_QUEUES, "4".into()),
+            (KAE_CONF_QUEUE_DEPTH, " 128 ".into()),
+            (KAE_CONF_BACKEND, "CPU".into()),
+            (KAE_CONF_ASYNC, "off".into()),
+            (KAE_CONF_LOG_LEVEL, "Info".into()),
+            (KAE_CONF_LOG_TARGET, "syslog".into()),
+            (KAE_CONF_LOAD_DEFAULT, "no".into()),
+        ];
+        let (cfg, p) = build(&section, None, &no_env);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(cfg.pool.queues, 4);
+        assert_eq!(cfg.pool.depth, 128);
+        assert_eq!(cfg.pool.backend, crate::pool::BackendChoice::Cpu);
+        assert_eq!(cfg.pool.async_mode, crate::pool::AsyncMode::Off);
+        assert!(!cfg.load_default);
+    }
+
+    #[test]
+    fn environment_values_are_checked_and_named_by_variable() {
+        for (name, value) in [
+            ("KAE_QUEUES", "many"),
+            ("KAE_LOG", "loud"),
+            ("KAE_SPIN_US", "abc"),
+            ("KAE_SPIN_MAX_US", "1e3"),
+            ("KAE_SPIN_US", "100001"),
+            ("KAE_STATS", "maybe"),
+            ("KAE_STATS_DIR", "relative/dir"),
+        ] {
+            let p = problems_for(&[], &[(name, value)]);
+            assert_eq!(p.len(), 1, "{name}={value}: {p:?}");
+            let t = &p[0].text;
+            assert!(t.contains(&format!("{name}=\"{value}\"")), "{t}");
+            assert!(t.contains("accepted: "), "{t}");
+        }
+        let p = problems_for(&[], &[("KAE_SPIN_US", "500"), ("KAE_SPIN_MAX_US", "300")]);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].text.contains("KAE_SPIN_US=500") && p[0].text.contains("KAE_SPIN_MAX_US=300"));
+        // The environment wins over the section, and both are checked.
+        let p = problems_for(&[(KAE_CONF_QUEUES, "x")], &[("KAE_QUEUES", "y")]);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(problems_for(&[], &[("KAE_SPIN_US", "0"), ("KAE_STATS", "no")]).is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_are_warned_about_with_the_closest_known_key() {
+        let keys: Vec<String> = [
+            "module",
+            "activate",
+            "queus",
+            "log-levl",
+            "queue_depth",
+            "queues",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let p = unknown_keys(&keys, "section [kae_sect] of x.cnf");
+        let texts: Vec<&str> = p.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(p.len(), 3, "{texts:?}");
+        assert!(p.iter().all(|p| !p.fatal));
+        assert!(texts[0].contains("'queus'") && texts[0].contains("did you mean 'queues'"));
+        assert!(texts[1].contains("'log-levl'") && texts[1].contains("did you mean 'log-level'"));
+        assert!(
+            texts[2].contains("'queue_depth'") && texts[2].contains("did you mean 'queue-depth'")
+        );
+    }
+
+    #[test]
+    fn edit_distance_counts_single_edits() {
+        assert_eq!(edit_distance("queues", "queues"), 0);
+        assert_eq!(edit_distance("queus", "queues"), 1);
+        assert_eq!(edit_distance("queue_depth", "queue-depth"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
     }
 }

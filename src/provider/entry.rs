@@ -9,10 +9,9 @@ use super::capabilities::kae_get_capabilities;
 use super::config::Config;
 use super::registry::*;
 use crate::error::KaeError;
-use crate::ffi::params::END;
 use crate::ffi::sys::*;
 use crate::ffi::{guard, Core};
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_int, c_void};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -91,10 +90,29 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 return Err(KaeError::NullParameter.into());
             }
             crate::logging::init();
-            crate::stats::publish("cpu");
             let config = Config::from_core(&core)?;
-            crate::logging::configure(config.log_level.as_deref(), config.log_target.as_deref())
-                .map_err(|d| crate::ffi::core::Failure::with(KaeError::InvalidParam, d))?;
+            if let Err(why) =
+                crate::logging::configure(config.log_level.as_deref(), config.log_target.as_deref())
+            {
+                crate::logging::config_diagnostic(
+                    &format!("kae: error: {why}; kae is NOT loaded"),
+                    true,
+                    false,
+                );
+                return Err(crate::ffi::core::Failure::with(KaeError::InvalidParam, why));
+            }
+            if config.pool.backend == crate::pool::BackendChoice::Hpre {
+                // Said once, at start-up, where the operator looks; counted as a fallback.
+                crate::stats::note_fallback();
+                crate::logging::config_diagnostic(
+                    &format!(
+                        "kae: warning: backend = hpre, but {}; kae runs on the CPU backend",
+                        crate::pool::hpre_unavailable_reason()
+                    ),
+                    false,
+                    config.log_target.as_deref() == Some("syslog"),
+                );
+            }
             // The pool itself starts lazily on first use (no thread is created here).
             crate::pool::configure(config.pool.clone());
             let slot = free_slot().ok_or_else(|| {
@@ -181,6 +199,8 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 .map_err(|_| KaeError::Internal)?
                 .push((id, ctx));
             crate::pool::add_user();
+            // Only a process where kae is really loaded shows up in kae-stat.
+            crate::stats::publish("cpu");
             Ok(1)
         },
     )
@@ -188,29 +208,12 @@ pub unsafe extern "C" fn OSSL_provider_init(
 
 /// The core's `openssl-version` parameter, parsed (3.0.0 if the core does not say).
 fn read_core_version(core: &Core) -> crate::core_version::CoreVersion {
-    let fallback = crate::core_version::CoreVersion {
-        major: 3,
-        minor: 0,
-        patch: 0,
-    };
-    let Some(get) = core.get_params else {
-        return fallback;
-    };
-    let mut value: *const c_char = core::ptr::null();
-    let mut req = [
-        OSSL_PARAM {
-            key: c"openssl-version".as_ptr(),
-            data_type: OSSL_PARAM_UTF8_PTR,
-            data: (&mut value as *mut *const c_char).cast(),
-            data_size: core::mem::size_of::<*const c_char>(),
-            return_size: OSSL_PARAM_UNMODIFIED,
-        },
-        END,
-    ];
-    // SAFETY: core function with our handle and a well-formed request array.
-    unsafe { get(core.handle, req.as_mut_ptr()) };
-    // SAFETY: the core set it to NULL or to its static version string.
-    unsafe { crate::ffi::core::opt_cstr(value) }
+    super::config::read_core_string(core, c"openssl-version")
+        .as_deref()
         .and_then(crate::core_version::CoreVersion::parse)
-        .unwrap_or(fallback)
+        .unwrap_or(crate::core_version::CoreVersion {
+            major: 3,
+            minor: 0,
+            patch: 0,
+        })
 }

@@ -13,6 +13,7 @@ pub use algorithms::{Table, RSA_NAMES, RSA_PSS_NAMES};
 pub use build_info::{BUILDINFO, VERSION};
 pub(crate) use config::parse_bool;
 pub use config::Config;
+pub use config::{spin_bounds, stats_disabled, Setting, ENV_ONLY, SETTINGS};
 pub use entry::OSSL_provider_init;
 pub use registry::{instance, ProvCtx, MAX_INSTANCES};
 
@@ -21,10 +22,9 @@ use crate::ffi::params::Params;
 use core::ffi::CStr;
 use std::ffi::CString;
 
-pub const PROVIDER_NAME: &CStr = c"kae";
 pub const PROVIDER_FULL_NAME: &CStr = c"kae RSA offload provider";
 /// Property string every kae algorithm is registered with.
-pub const PROPERTIES: &CStr = c"provider=kae";
+pub const PROPERTIES: &CStr = crate::names::KAE_PROPQ;
 
 /// Turns a `&str` into a C string or reports the parameter as invalid.
 pub fn cstring(s: &str) -> Result<CString, KaeError> {

@@ -160,7 +160,7 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
         crate::logging::warn_rate_limited(
             "crt-fault",
             format_args!(
-                "kae: RSA {} result failed verification; recomputing without CRT",
+                "RSA {} result failed verification; recomputing without CRT",
                 if used_crt { "CRT" } else { "plain" }
             ),
         );

@@ -662,11 +662,11 @@ pub struct OpCounts {
 }
 
 /// kae's exit summary, logged on stderr with `KAE_LOG=info` at provider teardown or process
-/// exit: `kae[PID] summary: private ops N ok / M failed (X offloaded), public ops N ok /
+/// exit: `kae[PID] INFO: summary: private ops N ok / M failed (X offloaded), public ops N ok /
 /// M failed (X offloaded), async pauses P, ...`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct KaeSummary {
-    /// The `PID` of `kae[PID] summary:`, when the line has it.
+    /// The `PID` of the `kae[PID]` prefix, when the line has it.
     pub pid: Option<u32>,
     pub private: OpCounts,
     pub public: OpCounts,
@@ -686,9 +686,9 @@ impl KaeSummary {
         let public = &public[..public.find(')')? + 1];
         let pauses = line.split("async pauses ").nth(1)?;
         let pid = line[..at]
-            .trim_end()
-            .strip_suffix(']')
-            .and_then(|s| s.rsplit("kae[").next())
+            .split("kae[")
+            .nth(1)
+            .and_then(|s| s.split(']').next())
             .and_then(|p| p.parse().ok());
         Some(KaeSummary {
             pid,

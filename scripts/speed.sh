@@ -66,7 +66,8 @@ if [[ -z $MODULE ]]; then
     MODULE="${CARGO_TARGET_DIR:-$ROOT/target}/release/kae.so"
     [[ -e "$MODULE" ]] || { echo "speed.sh: $MODULE missing (run scripts/build.sh)" >&2; exit 1; }
 fi
-[[ -f "$MODULE" && $MODULE == *.so ]] || { echo "speed.sh: no module file $MODULE (a NAME.so file)" >&2; exit 1; }
+[[ -f "$MODULE" ]] || { echo "speed.sh: module $MODULE: no such file" >&2; exit 1; }
+[[ $MODULE == *.so ]] || { echo "speed.sh: module $MODULE: the file name must end in .so (openssl loads NAME.so)" >&2; exit 1; }
 # -provider-path DIR -provider NAME loads DIR/NAME.so; kae is then known as NAME.
 MODDIR=$(dirname "$MODULE")
 KAE_NAME=$(basename "$MODULE" .so)

@@ -26,6 +26,17 @@ SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 OUT_DIR=${OUT_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}/bench}
 
+# bench_usage: the common knobs, for the --help of the sourcing scripts.
+bench_usage() { sed -n '3,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+# Run directly instead of sourced: say what it is, run nothing.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+    case "${1:-}" in
+        -h | --help) echo "bench-common.sh is sourced by scripts/nginx-bench.sh and scripts/haproxy-bench.sh, not run."; bench_usage; exit 0 ;;
+        *) echo "bench-common.sh: not a command: run scripts/nginx-bench.sh or scripts/haproxy-bench.sh (see --help)" >&2; exit 2 ;;
+    esac
+fi
+
 bench_log() { echo "$BENCH_NAME: $*" >&2; }
 bench_die() { bench_log "$*"; exit 1; }
 

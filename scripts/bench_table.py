@@ -122,6 +122,9 @@ def table(base, other, path):
 
 
 def main(argv):
+    if len(argv) == 2 and argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
     if len(argv) == 5 and argv[1] == "row":
         return row(argv[2], argv[3], argv[4])
     if len(argv) == 2 and argv[1] == "header":
@@ -129,6 +132,7 @@ def main(argv):
         return 0
     if len(argv) == 5 and argv[1] == "table":
         return table(argv[2], argv[3], argv[4])
+    print(f"{argv[0]}: unknown arguments {' '.join(argv[1:]) or '(none)'}; usage:", file=sys.stderr)
     print(__doc__, file=sys.stderr)
     return 2
 

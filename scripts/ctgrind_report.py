@@ -87,7 +87,11 @@ def where(f, root):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if len(sys.argv) != 3 or any(a.startswith("-") for a in sys.argv[1:]):
+        print(f"{sys.argv[0]}: expected LOG.xml ROOT, got {' '.join(sys.argv[1:]) or 'nothing'}; usage:", file=sys.stderr)
         print(__doc__, file=sys.stderr)
         return 2
     log, root = sys.argv[1], sys.argv[2].rstrip("/")

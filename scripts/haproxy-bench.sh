@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# usage: scripts/haproxy-bench.sh [--help]   (no other arguments; knobs in the environment)
+#
 # Full-handshake TLS benchmark of Debian's HAProxy (ssl-mode-async) with OpenSSL's default
 # provider vs kae, at several client concurrency levels.
 #
@@ -25,6 +27,17 @@ set -euo pipefail
 
 # shellcheck source=scripts/bench-common.sh
 source "$(dirname "$0")/bench-common.sh"
+usage() {
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+    echo
+    bench_usage
+}
+while (($#)); do
+    case $1 in
+        -h | --help) usage; exit 0 ;;
+        *) echo "haproxy-bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
 CONCURRENCY=${CONCURRENCY:-1 8 32 128}
 FLAVOURS=${FLAVOURS:-tls13}
 NBTHREAD=${NBTHREAD:-1}

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# usage: scripts/nginx-bench.sh [--help]   (no other arguments; knobs in the environment)
+#
 # Full-handshake TLS benchmark of Debian's nginx with OpenSSL's default provider vs kae.
 #
 # Two nginx instances run side by side on loopback for the whole benchmark, one with the
@@ -28,6 +30,17 @@ set -euo pipefail
 
 # shellcheck source=scripts/bench-common.sh
 source "$(dirname "$0")/bench-common.sh"
+usage() {
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+    echo
+    bench_usage
+}
+while (($#)); do
+    case $1 in
+        -h | --help) usage; exit 0 ;;
+        *) echo "nginx-bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
 WORKERS=${WORKERS:-1}
 CONCURRENCY=${CONCURRENCY:-16}
 FLAVOURS=${FLAVOURS:-tls12-rsa tls12-ecdhe tls13}

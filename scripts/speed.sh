@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Compare RSA throughput of OpenSSL's default provider with kae.
 #
+# usage: scripts/speed.sh [--module FILE] [--help]
+#
 # Runs `openssl speed -mr -elapsed` alternately with the default provider and
 # with kae (default, kae, default, kae, ... for $ROUNDS rounds, so slow drifts
 # of the machine hit both alike) and prints the medians side by side.
+# The module measured is printed first ("module: ..."):
+#   --module FILE    measure this module file, e.g. an installed one:
+#                    --module "$(openssl version -m | cut -d'"' -f2)/kae.so"
+#                    (also KAE_MODULE=FILE; nothing is built then)
+#   (no --module)    the build tree's module: scripts/build.sh (unless NO_BUILD=1),
+#                    then target/release/kae.so
+#   -h, --help       this text
 #
 # Knobs (environment):
 #   SECONDS_PER_RUN  seconds per algorithm and operation   (default 2)
@@ -18,8 +27,27 @@
 #                    chart across job counts                  (default "8")
 #   ASYNC_ROWS       0: sync rows only                        (default 1)
 #   KEEP_LOGS        1: keep the raw speed output directory
-#   NO_BUILD         1: skip `cargo build --release`
+#   NO_BUILD         1: skip scripts/build.sh
+#   OPENSSL          openssl binary                           (default openssl)
+#   OUT_DIR          where the chart goes                     (default target/bench)
 set -euo pipefail
+
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+MODULE=${KAE_MODULE:-}
+while (($#)); do
+    case $1 in
+        -h | --help) usage; exit 0 ;;
+        --module)
+            [[ $# -ge 2 && -n $2 ]] || { echo "speed.sh: --module needs a file" >&2; exit 2; }
+            MODULE=$2
+            shift
+            ;;
+        --module=*) MODULE=${1#*=} ;;
+        *) echo "speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+[[ -z $MODULE || $MODULE == /* ]] || MODULE="$PWD/$MODULE"
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -31,11 +59,19 @@ KAE_PREFER=${KAE_PREFER:-1}
 OPENSSL=${OPENSSL:-openssl}
 read -r -a ALG_LIST <<<"$ALGS"
 
-if [[ "${NO_BUILD:-0}" != 1 ]]; then
-    "$ROOT/scripts/build.sh" >/dev/null
+if [[ -z $MODULE ]]; then
+    if [[ "${NO_BUILD:-0}" != 1 ]]; then
+        "$ROOT/scripts/build.sh" >/dev/null
+    fi
+    MODULE="${CARGO_TARGET_DIR:-$ROOT/target}/release/kae.so"
+    [[ -e "$MODULE" ]] || { echo "speed.sh: $MODULE missing (run scripts/build.sh)" >&2; exit 1; }
 fi
-MODDIR="${CARGO_TARGET_DIR:-$ROOT/target}/release"
-[[ -e "$MODDIR/kae.so" ]] || { echo "speed.sh: $MODDIR/kae.so missing (run scripts/build.sh)" >&2; exit 1; }
+[[ -f "$MODULE" ]] || { echo "speed.sh: module $MODULE: no such file" >&2; exit 1; }
+[[ $MODULE == *.so ]] || { echo "speed.sh: module $MODULE: the file name must end in .so (openssl loads NAME.so)" >&2; exit 1; }
+# -provider-path DIR -provider NAME loads DIR/NAME.so; kae is then known as NAME.
+MODDIR=$(dirname "$MODULE")
+KAE_NAME=$(basename "$MODULE" .so)
+echo "module: $MODULE$( [[ -L $MODULE ]] && echo " -> $(readlink -f "$MODULE")"), $(stat -c '%s bytes, modified %y' "$(readlink -f "$MODULE")" | cut -d. -f1)" >&2
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-speed.XXXXXX")
 cleanup() { if [[ "${KEEP_LOGS:-0}" == 1 ]]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi; }
@@ -47,19 +83,19 @@ RESULTS="$WORK/results.tsv"
 # a config that only prefers kae for the kae runs (kae itself is loaded with
 # -provider-path/-provider on the command line).
 printf '# empty: default provider only\n' >"$WORK/default.cnf"
-cat >"$WORK/prefer-kae.cnf" <<'CNF'
+cat >"$WORK/prefer-kae.cnf" <<CNF
 # Prefer kae's implementations for fetches that give no property query.
 openssl_conf = openssl_init
 [openssl_init]
 alg_section = algorithm_sect
 [algorithm_sect]
-default_properties = ?provider=kae
+default_properties = ?provider=$KAE_NAME
 CNF
 KAE_CONF="$WORK/default.cnf"
 if [[ "$KAE_PREFER" == 1 ]]; then KAE_CONF="$WORK/prefer-kae.cnf"; fi
 
 PROV_default=(-provider default)
-PROV_kae=(-provider-path "$MODDIR" -provider kae)
+PROV_kae=(-provider-path "$MODDIR" -provider "$KAE_NAME")
 
 # Test modes: NAME|default provider's extra options|kae's extra options; one row group per
 # mode. The async rows compare kae offloading through ASYNC jobs (-async_jobs 8) with the
@@ -113,7 +149,7 @@ run_one() {
     fi
 }
 
-echo "openssl: $("$OPENSSL" version)  module: $MODDIR/kae.so" >&2
+echo "openssl: $("$OPENSSL" version)  module: $MODULE" >&2
 echo "runs: ${#MODES[@]} mode(s) x $ROUNDS rounds x 2 providers, ${SECONDS_PER_RUN}s per op" >&2
 for m in "${MODES[@]}"; do
     IFS='|' read -r name dopts kopts <<<"$m"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's one test command:
+# The project's one test command (usage: scripts/test.sh [--help]; no other arguments):
 #   1. scripts/build.sh             (cargo build --release; target/release/kae.so)
 #   2. cargo test --release         (all tests; same profile, so one build)
 #   3. scripts/valgrind.sh          (memcheck with leak checking: CLI, pool threads, ASYNC,
@@ -14,7 +14,17 @@
 # The short statistical timing test (tests/ct_timing.rs) runs inside step 2.
 # A failing build stops here; otherwise every step runs and the script exits
 # non-zero if any of them failed. Prints the time and result of each step.
+# Environment: KAE_FUZZ_SECONDS (seconds per fuzz target, default 20), KAE_COMPAT_CACHE
+# (cores of step 5), and those of each step's script (see its --help).
 set -euo pipefail
+
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+while (($#)); do
+    case $1 in
+        -h | --help) usage; exit 0 ;;
+        *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
 
 cd "$(dirname "$0")/.."
 

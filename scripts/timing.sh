@@ -21,6 +21,7 @@ case $# in
     1)
         case $1 in
             -h | --help) usage; exit 0 ;;
+            -*) echo "timing.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
             *[!0-9]* | '') echo "timing.sh: N must be a number (see --help)" >&2; exit 2 ;;
             *) N=$1 ;;
         esac

@@ -17,9 +17,18 @@
 # offload, fails instead of passing without having checked anything.
 # Needs a built module (scripts/build.sh). About 2-3 minutes.
 #
+# usage: scripts/valgrind.sh [--help]   (no other arguments)
 # Knobs: OPENSSL (binary), VALGRIND (binary), VG_TIMEOUT (seconds per command,
 # default 180), KEEP_LOGS=1 (keep the work directory), NO_BUILD=1.
 set -euo pipefail
+
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+while (($#)); do
+    case $1 in
+        -h | --help) usage; exit 0 ;;
+        *) echo "valgrind.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -3,7 +3,7 @@
 //!
 //! `openssl-sys` links libcrypto for us; it lacks many provider-side declarations, so the ones we
 //! need are declared here with our own opaque types.
-#![allow(non_camel_case_types, non_snake_case, dead_code)]
+#![allow(non_camel_case_types, non_snake_case)]
 
 use libc::{c_char, c_int, c_uchar, c_uint, c_ulong, c_void, size_t};
 
@@ -77,9 +77,7 @@ pub const OSSL_PARAM_OCTET_PTR: c_uint = 7;
 pub const OSSL_PARAM_UNMODIFIED: size_t = size_t::MAX;
 
 // Core functions offered to the provider.
-pub const OSSL_FUNC_CORE_GETTABLE_PARAMS: c_int = 1;
 pub const OSSL_FUNC_CORE_GET_PARAMS: c_int = 2;
-pub const OSSL_FUNC_CORE_GET_LIBCTX: c_int = 4;
 pub const OSSL_FUNC_CORE_NEW_ERROR: c_int = 5;
 pub const OSSL_FUNC_CORE_SET_ERROR_DEBUG: c_int = 6;
 pub const OSSL_FUNC_CORE_VSET_ERROR: c_int = 7;
@@ -121,7 +119,6 @@ pub const OSSL_FUNC_RAND_VERIFY_ZEROIZATION: c_int = 17;
 
 pub const OSSL_FUNC_KEYMGMT_NEW: c_int = 1;
 pub const OSSL_FUNC_KEYMGMT_GEN_INIT: c_int = 2;
-pub const OSSL_FUNC_KEYMGMT_GEN_SET_TEMPLATE: c_int = 3;
 pub const OSSL_FUNC_KEYMGMT_GEN_SET_PARAMS: c_int = 4;
 pub const OSSL_FUNC_KEYMGMT_GEN_SETTABLE_PARAMS: c_int = 5;
 pub const OSSL_FUNC_KEYMGMT_GEN: c_int = 6;
@@ -130,8 +127,6 @@ pub const OSSL_FUNC_KEYMGMT_LOAD: c_int = 8;
 pub const OSSL_FUNC_KEYMGMT_FREE: c_int = 10;
 pub const OSSL_FUNC_KEYMGMT_GET_PARAMS: c_int = 11;
 pub const OSSL_FUNC_KEYMGMT_GETTABLE_PARAMS: c_int = 12;
-pub const OSSL_FUNC_KEYMGMT_SET_PARAMS: c_int = 13;
-pub const OSSL_FUNC_KEYMGMT_SETTABLE_PARAMS: c_int = 14;
 pub const OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME: c_int = 20;
 pub const OSSL_FUNC_KEYMGMT_HAS: c_int = 21;
 pub const OSSL_FUNC_KEYMGMT_VALIDATE: c_int = 22;
@@ -285,24 +280,20 @@ extern "C" {
     pub fn ERR_add_error_data(num: c_int, ...);
     pub fn ERR_set_mark() -> c_int;
     pub fn ERR_pop_to_mark() -> c_int;
-    pub fn ERR_clear_last_mark() -> c_int;
 
     // Big numbers.
     pub fn BN_new() -> *mut BIGNUM;
     pub fn BN_secure_new() -> *mut BIGNUM;
     pub fn BN_clear_free(a: *mut BIGNUM);
     pub fn BN_free(a: *mut BIGNUM);
-    pub fn BN_dup(a: *const BIGNUM) -> *mut BIGNUM;
     pub fn BN_copy(a: *mut BIGNUM, b: *const BIGNUM) -> *mut BIGNUM;
     pub fn BN_set_flags(b: *mut BIGNUM, n: c_int);
-    pub fn BN_get_flags(b: *const BIGNUM, n: c_int) -> c_int;
     pub fn BN_num_bits(a: *const BIGNUM) -> c_int;
     pub fn BN_is_zero(a: *const BIGNUM) -> c_int;
     pub fn BN_is_one(a: *const BIGNUM) -> c_int;
     pub fn BN_is_odd(a: *const BIGNUM) -> c_int;
     pub fn BN_is_negative(a: *const BIGNUM) -> c_int;
     pub fn BN_cmp(a: *const BIGNUM, b: *const BIGNUM) -> c_int;
-    pub fn BN_ucmp(a: *const BIGNUM, b: *const BIGNUM) -> c_int;
     pub fn BN_set_word(a: *mut BIGNUM, w: BN_ULONG) -> c_int;
     pub fn BN_bin2bn(s: *const c_uchar, len: c_int, ret: *mut BIGNUM) -> *mut BIGNUM;
     pub fn BN_bn2binpad(a: *const BIGNUM, to: *mut c_uchar, tolen: c_int) -> c_int;
@@ -422,15 +413,11 @@ extern "C" {
     pub fn EVP_MD_up_ref(md: *mut EVP_MD) -> c_int;
     pub fn EVP_MD_get_size(md: *const EVP_MD) -> c_int;
     pub fn EVP_MD_get_block_size(md: *const EVP_MD) -> c_int;
-    pub fn EVP_MD_get0_name(md: *const EVP_MD) -> *const c_char;
-    pub fn EVP_MD_is_a(md: *const EVP_MD, name: *const c_char) -> c_int;
     pub fn EVP_MD_CTX_new() -> *mut EVP_MD_CTX;
     pub fn EVP_MD_CTX_free(ctx: *mut EVP_MD_CTX);
     pub fn EVP_MD_CTX_copy_ex(out: *mut EVP_MD_CTX, inp: *const EVP_MD_CTX) -> c_int;
     pub fn EVP_MD_CTX_get_params(ctx: *mut EVP_MD_CTX, params: *mut OSSL_PARAM) -> c_int;
     pub fn EVP_MD_CTX_set_params(ctx: *mut EVP_MD_CTX, params: *const OSSL_PARAM) -> c_int;
-    pub fn EVP_MD_CTX_gettable_params(ctx: *mut EVP_MD_CTX) -> *const OSSL_PARAM;
-    pub fn EVP_MD_CTX_settable_params(ctx: *mut EVP_MD_CTX) -> *const OSSL_PARAM;
     pub fn EVP_MD_gettable_ctx_params(md: *const EVP_MD) -> *const OSSL_PARAM;
     pub fn EVP_MD_settable_ctx_params(md: *const EVP_MD) -> *const OSSL_PARAM;
     pub fn EVP_DigestInit_ex2(

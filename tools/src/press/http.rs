@@ -8,6 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 
+/// A TLS connection and the bytes read from it but not yet consumed.
 pub struct Conn {
     pub io: BoxIo,
     /// Bytes read past the previous response (pipelining never happens here,

@@ -87,7 +87,7 @@ fn main() {
         }
         n += 1;
         match o.interval {
-            Some(secs) if o.count.map_or(true, |c| n < c) => {
+            Some(secs) if o.count.is_none_or(|c| n < c) => {
                 std::thread::sleep(Duration::from_secs_f64(secs))
             }
             _ => break,

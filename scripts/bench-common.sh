@@ -67,7 +67,7 @@ bench_init() {
     MODULE="$MODDIR/libkae.so"
     KAE_PRESS=${KAE_PRESS:-$MODDIR/kae-press}
     [[ -f "$MODULE" ]] || bench_die "$MODULE missing (run scripts/build.sh)"
-    [[ -x "$KAE_PRESS" ]] || bench_die "$KAE_PRESS missing (cargo build --release --bins)"
+    [[ -x "$KAE_PRESS" ]] || bench_die "$KAE_PRESS missing (cargo build --release --workspace)"
 
     PIN_SERVER=() PIN_CLIENT=()
     if command -v taskset >/dev/null 2>&1 && (($(nproc) >= 2)); then

@@ -34,7 +34,7 @@ done
 
 if [[ -z $OSSL_DIR ]]; then
     OUT="$TARGET/release"
-    "$CARGO" build --release >&2
+    "$CARGO" build --release --workspace >&2
 else
     OSSL_DIR=$(cd "$OSSL_DIR" && pwd) || { echo "build.sh: no directory $OSSL_DIR" >&2; exit 2; }
     hdr=$OSSL_DIR/include/openssl/opensslv.h

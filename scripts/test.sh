@@ -57,7 +57,7 @@ report() {
 trap report EXIT
 
 step build scripts/build.sh || exit 1
-step cargo-test cargo test --release --no-fail-fast || true
+step cargo-test cargo test --release --workspace --no-fail-fast || true
 step valgrind env NO_BUILD=1 scripts/valgrind.sh || true
 step ctgrind scripts/ctgrind.sh || true
 step compat scripts/compat.sh || true

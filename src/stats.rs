@@ -12,83 +12,20 @@
 //! pid whose start time differs) and removed there.
 
 use crate::backend::OpKind;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::{Once, OnceLock};
 
 pub mod files;
 
-pub use files::FILE_PREFIX;
-
-/// Counter slots, in the order they are stored in the page and listed by `kae-stat`.
-pub mod idx {
-    pub const PRIVATE_INLINE: usize = 0;
-    pub const PRIVATE_OFFLOADED: usize = 1;
-    pub const PUBLIC_INLINE: usize = 2;
-    pub const PUBLIC_OFFLOADED: usize = 3;
-    pub const PRIVATE_ERRORS: usize = 4;
-    pub const PUBLIC_ERRORS: usize = 5;
-    pub const ASYNC_PAUSES: usize = 6;
-    pub const SPURIOUS_RESUMES: usize = 7;
-    pub const QUEUE_FULL_RETRIES: usize = 8;
-    pub const FALLBACKS: usize = 9;
-    pub const CRT_FAULTS: usize = 10;
-    pub const QUEUE_HIGH_WATER: usize = 11;
-    pub const IN_FLIGHT: usize = 12;
-    pub const COUNT: usize = 13;
-}
-
-/// Names of the slots (also the provider parameter names, with '-').
-pub const NAMES: [&str; idx::COUNT] = [
-    "ops-private-inline",
-    "ops-private-offloaded",
-    "ops-public-inline",
-    "ops-public-offloaded",
-    "errors-private",
-    "errors-public",
-    "async-pauses",
-    "spurious-resumes",
-    "queue-full-retries",
-    "fallbacks",
-    "crt-faults",
-    "queue-high-water",
-    "in-flight",
-];
-
-#[repr(C)]
-pub struct Counters {
-    pub values: [AtomicU64; idx::COUNT],
-}
-
-impl Counters {
-    const fn new() -> Counters {
-        Counters {
-            values: [const { AtomicU64::new(0) }; idx::COUNT],
-        }
-    }
-}
-
-/// Layout of a published page. `kae-stat` reads it as bytes: keep it `repr(C)`, little
-/// endian, and bump `VERSION` on any change.
-#[repr(C)]
-pub struct Page {
-    pub magic: [u8; 8],
-    pub version: u32,
-    pub pid: u32,
-    /// Process start time in clock ticks since boot (/proc/PID/stat field 22): tells a live
-    /// process from a recycled pid.
-    pub start_ticks: u64,
-    pub backend: [u8; 16],
-    pub device: [u8; 32],
-    pub counters: Counters,
-}
-
-pub const MAGIC: [u8; 8] = *b"KAESTAT\0";
-/// Magic of a page its process no longer uses (it moved to another uid's directory, or could
-/// not remove it at exit): skipped by readers, removed by `kae-stat`.
-pub const MOVED: [u8; 8] = *b"KAEMOVD\0";
-pub const VERSION: u32 = 1;
+// The page layout, slot names and the reader live in the kae-counters crate, shared with
+// kae-stat and kae-press; re-exported here for the provider's code and tests.
+pub use kae_counters::layout::PAGE_SIZE;
+pub use kae_counters::{
+    idx, parse_page, scan, Counters, Page, ProcPage, Scan, Snapshot, FILE_PREFIX, MAGIC, MOVED,
+    NAMES, VERSION,
+};
 
 /// Counters used before publication (or when publication is off or failed).
 static LOCAL: Counters = Counters::new();
@@ -161,25 +98,6 @@ pub fn in_flight_sub(n: usize) {
     counters().values[idx::IN_FLIGHT].fetch_sub(n as u64, Ordering::Relaxed);
 }
 
-/// A copy of the counters at one moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Snapshot(pub [u64; idx::COUNT]);
-
-impl Snapshot {
-    pub fn get(&self, i: usize) -> u64 {
-        self.0[i]
-    }
-    pub fn errors(&self) -> u64 {
-        self.0[idx::PRIVATE_ERRORS] + self.0[idx::PUBLIC_ERRORS]
-    }
-    pub fn private_ok(&self) -> u64 {
-        self.0[idx::PRIVATE_INLINE] + self.0[idx::PRIVATE_OFFLOADED]
-    }
-    pub fn public_ok(&self) -> u64 {
-        self.0[idx::PUBLIC_INLINE] + self.0[idx::PUBLIC_OFFLOADED]
-    }
-}
-
 pub fn snapshot() -> Snapshot {
     let c = counters();
     let mut s = [0u64; idx::COUNT];
@@ -226,9 +144,7 @@ pub fn log_summary_once() {
 /// Root directory of the pages (`$KAE_STATS_DIR`, default /dev/shm/kae). Each effective uid
 /// publishes in a directory of its own, `<root>/<uid>` (mode 0700): see [`files`].
 pub fn stats_dir() -> std::path::PathBuf {
-    crate::env::var("KAE_STATS_DIR")
-        .map(Into::into)
-        .unwrap_or_else(|| "/dev/shm/kae".into())
+    kae_counters::root_dir(crate::env::var(kae_counters::ROOT_ENV))
 }
 
 /// Start time of this process in clock ticks since boot.
@@ -296,7 +212,7 @@ fn map_page(start_ticks: u64, uid: u32) -> Result<*mut Page, (Where, files::Prob
     let root = files::open_root(root, uid).map_err(|p| (Where::Root, p))?;
     let dir = files::open_user_dir(root.as_fd(), uid, true).map_err(|p| (Where::UserDir, p))?;
     let pid = pid();
-    let size = core::mem::size_of::<Page>();
+    let size = PAGE_SIZE;
     let fd = files::create_page(dir.as_fd(), pid, size).map_err(|p| (Where::Page, p))?;
     // SAFETY: maps the file we just created and sized; the mapping outlives the fd.
     let p = unsafe {
@@ -483,161 +399,6 @@ pub fn publish(backend: &str) {
     });
 }
 
-/// Reads a page from its bytes (for `kae-stat` and tests).
-pub fn parse_page(bytes: &[u8]) -> Option<(u32, u64, String, Snapshot)> {
-    if bytes.len() < core::mem::size_of::<Page>() || bytes[..8] != MAGIC {
-        return None;
-    }
-    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
-    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
-    if u32_at(8) != VERSION {
-        return None;
-    }
-    let pid = u32_at(12);
-    let start = u64_at(16);
-    let backend_raw = &bytes[24..40];
-    let end = backend_raw
-        .iter()
-        .position(|&b| b == 0)
-        .unwrap_or(backend_raw.len());
-    let backend = String::from_utf8_lossy(&backend_raw[..end]).into_owned();
-    let base = core::mem::offset_of!(Page, counters);
-    let mut s = [0u64; idx::COUNT];
-    for (i, v) in s.iter_mut().enumerate() {
-        *v = u64_at(base + 8 * i);
-    }
-    Some((pid, start, backend, Snapshot(s)))
-}
-
-/// A live process's published counters.
-pub struct ProcPage {
-    pub pid: u32,
-    /// The effective uid whose directory holds the page.
-    pub uid: u32,
-    pub comm: String,
-    pub backend: String,
-    pub counters: Snapshot,
-}
-
-/// Start time (clock ticks since boot) of a live process, None if it does not exist.
-fn start_ticks_of(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit(')')
-        .next()?
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
-}
-
-/// What a look at the pages found.
-#[derive(Default)]
-pub struct Scan {
-    /// Pages of live processes, by pid.
-    pub pages: Vec<ProcPage>,
-    /// User directories this process may not read (uids): their processes are not shown.
-    pub unreadable: Vec<u32>,
-    /// Directories refused, with the reason (for `kae-stat` to print).
-    pub problems: Vec<String>,
-}
-
-/// The pages of live processes under `root`: every user directory this process may read
-/// (all of them for root). Only regular files of the exact page size are read, never through
-/// a symlink and never blocking (see [`files`]). Pages of dead processes (or of a pid now
-/// used by another process) and pages a process moved away from are skipped, and removed
-/// when `remove_stale` is set.
-pub fn scan(root: &std::path::Path, remove_stale: bool) -> Scan {
-    let mut out = Scan::default();
-    let Ok(root_c) = CString::new(root.as_os_str().as_encoded_bytes()) else {
-        return out;
-    };
-    let root_fd = match files::open_root_for_reading(&root_c) {
-        Ok(fd) => fd,
-        Err(p) if p.errno() == Some(libc::ENOENT) => return out,
-        Err(p) => {
-            out.problems.push(format!("{}: {p}", root.display()));
-            return out;
-        }
-    };
-    let size = core::mem::size_of::<Page>();
-    for dir_name in files::list(root_fd.as_fd()) {
-        let Some(uid) = files::parse_decimal(dir_name.to_bytes()) else {
-            // A page of a kae from before the per-user directories, at the root itself: never
-            // read; removed once its process is gone.
-            let legacy_pid = dir_name
-                .to_bytes()
-                .strip_prefix(files::FILE_PREFIX.as_bytes())
-                .and_then(files::parse_decimal);
-            if let Some(pid) = legacy_pid.filter(|_| remove_stale) {
-                if start_ticks_of(pid).is_none() {
-                    files::unlink(root_fd.as_fd(), &dir_name);
-                }
-            }
-            continue;
-        };
-        let dir = match files::open_user_dir(root_fd.as_fd(), uid, false) {
-            Ok(d) => d,
-            Err(p) if p.errno() == Some(libc::EACCES) => {
-                out.unreadable.push(uid);
-                continue;
-            }
-            Err(p) => {
-                out.problems.push(format!("{}/{uid}: {p}", root.display()));
-                continue;
-            }
-        };
-        for name in files::list(dir.as_fd()) {
-            let Some(pid) = name
-                .to_bytes()
-                .strip_prefix(files::FILE_PREFIX.as_bytes())
-                .and_then(files::parse_decimal)
-            else {
-                continue;
-            };
-            let Some(bytes) = files::read_page(dir.as_fd(), &name, size) else {
-                continue;
-            };
-            if bytes[..8] == MOVED {
-                if remove_stale {
-                    files::unlink(dir.as_fd(), &name);
-                }
-                continue;
-            }
-            let Some((page_pid, page_start, backend, counters)) = parse_page(&bytes) else {
-                continue;
-            };
-            let alive = match start_ticks_of(pid) {
-                None => false,
-                // 0 = published right after fork, start time not recorded: trust the pid.
-                Some(t) => page_pid == pid && (page_start == 0 || page_start == t),
-            };
-            if !alive {
-                if remove_stale {
-                    // Left behind by a process killed before it could clean up.
-                    files::unlink(dir.as_fd(), &name);
-                }
-                continue;
-            }
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .unwrap_or_default()
-                .trim()
-                .to_owned();
-            out.pages.push(ProcPage {
-                pid,
-                uid,
-                comm,
-                backend,
-                counters,
-            });
-        }
-    }
-    out.pages.sort_by_key(|p| p.pid);
-    // A process seen in two directories (while it moves its page): show it once.
-    out.pages.dedup_by_key(|p| p.pid);
-    out.unreadable.sort_unstable();
-    out
-}
-
 /// The pages of live processes under [`stats_dir`] that this process may read (see [`scan`]).
 pub fn live_pages(remove_stale: bool) -> Vec<ProcPage> {
     scan(&stats_dir(), remove_stale).pages
@@ -645,17 +406,7 @@ pub fn live_pages(remove_stale: bool) -> Vec<ProcPage> {
 
 /// Sum over processes (the queue high-water mark is the largest, not a sum).
 pub fn total(pages: &[ProcPage]) -> Snapshot {
-    let mut t = [0u64; idx::COUNT];
-    for p in pages {
-        for (i, v) in t.iter_mut().enumerate() {
-            if i == idx::QUEUE_HIGH_WATER {
-                *v = (*v).max(p.counters.get(i));
-            } else {
-                *v += p.counters.get(i);
-            }
-        }
-    }
-    Snapshot(t)
+    kae_counters::total(pages.iter().map(|p| &p.counters))
 }
 
 /// One short line of the main counters (for the provider's live build-info line).
@@ -674,48 +425,6 @@ pub fn short_line(s: &Snapshot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_formatted_without_allocation() {
-        let n = files::Name::new(FILE_PREFIX, 12345);
-        assert_eq!(n.as_cstr().to_bytes(), b"kae-stats.12345");
-        assert_eq!(files::Name::new("", 0).as_bytes(), b"0");
-        assert_eq!(files::Name::new("", u32::MAX).as_bytes(), b"4294967295");
-        assert_eq!(files::parse_decimal(b"65534"), Some(65534));
-        assert_eq!(files::parse_decimal(b"0"), Some(0));
-        for bad in [&b""[..], b"01", b"+1", b"-1", b"4294967296", b"1a", b" 1"] {
-            assert_eq!(files::parse_decimal(bad), None, "{:?}", bad);
-        }
-    }
-
-    #[test]
-    fn page_layout_round_trips() {
-        let page = Page {
-            magic: MAGIC,
-            version: VERSION,
-            pid: 42,
-            start_ticks: 777,
-            backend: *b"cpu\0\0\0\0\0\0\0\0\0\0\0\0\0",
-            device: [0; 32],
-            counters: Counters::new(),
-        };
-        page.counters.values[idx::PRIVATE_OFFLOADED].store(9, Ordering::Relaxed);
-        page.counters.values[idx::IN_FLIGHT].store(3, Ordering::Relaxed);
-        // SAFETY: reading the bytes of a repr(C) value we own.
-        let bytes = unsafe {
-            core::slice::from_raw_parts(
-                (&page as *const Page).cast::<u8>(),
-                core::mem::size_of::<Page>(),
-            )
-        };
-        let (pid, start, backend, s) = parse_page(bytes).unwrap();
-        assert_eq!((pid, start, backend.as_str()), (42, 777, "cpu"));
-        assert_eq!(s.get(idx::PRIVATE_OFFLOADED), 9);
-        assert_eq!(s.get(idx::IN_FLIGHT), 3);
-        let mut bad = bytes.to_vec();
-        bad[0] = b'X';
-        assert!(parse_page(&bad).is_none(), "wrong magic is rejected");
-    }
 
     /// The bytes of a page for `pid` with `magic`.
     fn page_bytes(magic: [u8; 8], pid: u32, start_ticks: u64, private_inline: u64) -> Vec<u8> {

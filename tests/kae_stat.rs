@@ -5,8 +5,8 @@
 mod procs;
 
 use procs::{
-    openssl_bin, openssl_without_config, run, run_ok, wait_deadline, wait_until, KillOnDrop,
-    TempDir,
+    openssl_bin, openssl_without_config, run, run_ok, tool_bin, wait_deadline, wait_until,
+    KillOnDrop, TempDir,
 };
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -17,7 +17,7 @@ use std::time::Duration;
 /// `kae-stat <args>` reading the pages in `dir`; its stdout (panics unless it exits 0).
 fn kae_stat(dir: &Path, args: &[&str]) -> String {
     run_ok(
-        Command::new(env!("CARGO_BIN_EXE_kae-stat"))
+        Command::new(tool_bin("kae-stat"))
             .env("KAE_STATS_DIR", dir)
             .args(args),
     )
@@ -192,7 +192,7 @@ fn killed_process_is_not_shown_and_its_page_is_removed() {
 fn page_of_a_recycled_pid_is_not_shown() {
     let dir = TempDir::new("stat-recycled");
     // A well-formed page claiming to be our own (live) pid but with another start time.
-    let mut bytes = vec![0u8; std::mem::size_of::<kae::stats::Page>()];
+    let mut bytes = vec![0u8; kae::stats::PAGE_SIZE];
     bytes[..8].copy_from_slice(b"KAESTAT\0");
     bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
     let pid = std::process::id();
@@ -329,7 +329,7 @@ fn readers_skip_fifos_device_links_and_wrong_sizes() {
         std::fs::write(d.join("kae-stats.2"), vec![0u8; 1 << 20]).unwrap();
     }
     let limit = Duration::from_secs(20);
-    let mut stat = limited(Command::new(env!("CARGO_BIN_EXE_kae-stat")));
+    let mut stat = limited(Command::new(tool_bin("kae-stat")));
     stat.env("KAE_STATS_DIR", dir.path()).arg("--json");
     let out = run(&mut stat, None, limit).ok();
     assert!(procs(&out.stdout).is_empty(), "{}", out.describe());
@@ -375,7 +375,7 @@ fn unsafe_user_directories_are_refused() {
             "{what}: something was written in the refused directory"
         );
         let out = run(
-            Command::new(env!("CARGO_BIN_EXE_kae-stat")).env("KAE_STATS_DIR", dir.path()),
+            Command::new(tool_bin("kae-stat")).env("KAE_STATS_DIR", dir.path()),
             None,
             Duration::from_secs(60),
         )

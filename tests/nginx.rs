@@ -13,14 +13,15 @@
 //!
 //! Needs the Debian `nginx`, `curl` and `openssl` packages (`.ci/run` installs them). Set
 //! KAE_SKIP_NGINX=1 to skip on a machine without nginx; without it a missing nginx is a
-//! failure. `kae-press` and `kae-stat` are this crate's binaries (built by `cargo test`; or
-//! point KAE_PRESS / KAE_STAT at them): when missing, their tests fail.
+//! failure. `kae-press` and `kae-stat` are the kae-tools package's binaries (built by
+//! `cargo test --workspace`, the default at the root, or `cargo build --release --workspace`;
+//! or point KAE_PRESS / KAE_STAT at them): when missing or stale, their tests fail.
 
 mod procs;
 
 use procs::{
     free_port, https_get, module_path, openssl_without_config, run, run_ok, self_signed_cert_args,
-    wait_for, KaeSummary, TempDir, TlsFlavor,
+    tool_bin, wait_for, KaeSummary, TempDir, TlsFlavor,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpStream;
@@ -31,45 +32,15 @@ use std::time::Duration;
 
 // ---- locating things ------------------------------------------------------------------------
 
-/// One of this crate's binaries (`kae-press`, `kae-stat`): `$ENV_VAR`, then the path cargo
-/// gives integration tests, then the profile directory next to the module. Panics when absent:
-/// a missing tool must fail its test, not skip it.
-fn crate_bin(name: &str, env_var: &str, cargo_path: Option<&str>) -> PathBuf {
-    if let Ok(p) = std::env::var(env_var) {
-        return PathBuf::from(p);
-    }
-    if let Some(p) = cargo_path {
-        if Path::new(p).exists() {
-            return PathBuf::from(p);
-        }
-    }
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    for cand in [deps.join(name), deps.parent().unwrap().join(name)] {
-        if cand.exists() {
-            return cand;
-        }
-    }
-    panic!(
-        "{name} not found next to {} (build it with `cargo build --release --bins`, or set {env_var})",
-        exe.display()
-    );
-}
-
+/// The kae-tools binaries (`$KAE_PRESS` / `$KAE_STAT`, else target/<profile>/; see
+/// `procs::tool_bin`). Panics when absent or stale: a missing tool must fail its test, not
+/// skip it.
 fn kae_press() -> PathBuf {
-    crate_bin(
-        "kae-press",
-        "KAE_PRESS",
-        option_env!("CARGO_BIN_EXE_kae-press"),
-    )
+    tool_bin("kae-press")
 }
 
 fn kae_stat() -> PathBuf {
-    crate_bin(
-        "kae-stat",
-        "KAE_STAT",
-        option_env!("CARGO_BIN_EXE_kae-stat"),
-    )
+    tool_bin("kae-stat")
 }
 
 /// Debian installs nginx in /usr/sbin, which is not on every user's PATH.

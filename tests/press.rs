@@ -6,7 +6,8 @@
 mod procs;
 
 use procs::{
-    free_port, openssl_without_config, run, run_ok, self_signed_cert_args, SServer, TempDir,
+    free_port, openssl_without_config, run, run_ok, self_signed_cert_args, tool_bin, SServer,
+    TempDir,
 };
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -19,12 +20,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const PRESS: &str = env!("CARGO_BIN_EXE_kae-press");
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
 // ---------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------
+
+/// The kae-press binary (kae-tools package; see `procs::tool_bin`), located once.
+fn press_bin() -> &'static PathBuf {
+    static PRESS: OnceLock<PathBuf> = OnceLock::new();
+    PRESS.get_or_init(|| tool_bin("kae-press"))
+}
 
 /// A 2048-bit RSA key and self-signed certificate, made once per test run.
 fn cert() -> &'static (PathBuf, PathBuf) {
@@ -221,7 +227,7 @@ impl Run {
 fn press(args: &[&str]) -> Run {
     let t0 = Instant::now();
     let out = run(
-        Command::new(PRESS)
+        Command::new(press_bin())
             .args(args)
             .env("OPENSSL_CONF", "/dev/null"),
         None,

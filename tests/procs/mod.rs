@@ -79,6 +79,66 @@ pub fn module_path() -> PathBuf {
         })
 }
 
+/// A binary of the kae-tools package (`kae-stat`, `kae-press`): `$KAE_STAT` / `$KAE_PRESS`
+/// when set and non-empty, else `target/<profile>/<name>`, next to the `deps/` directory of
+/// this test binary. The tools are another package of the workspace, so cargo does not build
+/// them for this package's tests and gives no `CARGO_BIN_EXE_` path: `cargo test --workspace`
+/// (the default at the root) or `cargo build --release --workspace` builds them. Panics when
+/// the binary is missing or older than a source file of kae-tools or kae-counters (a stale
+/// tool must not pass or fail a test in the current tree's name); this test does not run
+/// cargo itself, as the cargo running it may hold the build lock.
+pub fn tool_bin(name: &str) -> PathBuf {
+    let var = name.to_ascii_uppercase().replace('-', "_");
+    if let Some(p) = std::env::var_os(&var).filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("current_exe() failed");
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap_or_else(|| {
+        panic!(
+            "test binary {} is not in target/<profile>/deps",
+            exe.display()
+        )
+    });
+    let bin = profile_dir.join(name);
+    let profile = profile_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let build = match profile.as_str() {
+        "debug" => "cargo build --workspace".to_string(),
+        "release" => "cargo build --release --workspace".to_string(),
+        p => format!("cargo build --profile {p} --workspace"),
+    };
+    let built = fs::metadata(&bin)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| {
+            panic!(
+                "{name} not found at {} ({e}): it is built by the kae-tools package; run \
+                 `{build}` (or `cargo test --workspace`), or set {var}",
+                bin.display()
+            )
+        });
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut newer = Vec::new();
+    let mut dirs = vec![root.join("tools/src"), root.join("counters/src")];
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            match e.metadata() {
+                Ok(m) if m.is_dir() => dirs.push(p),
+                Ok(m) if m.modified().is_ok_and(|t| t > built) => newer.push(p),
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        newer.is_empty(),
+        "{} is older than {newer:?}: run `{build}` (or `cargo test --workspace`), or set {var}",
+        bin.display()
+    );
+    bin
+}
+
 /// Creates `dir` (if needed) holding `kae.so` → [`module_path`], the directory to give
 /// `openssl -provider-path` for `-provider kae`; returns `dir`.
 pub fn provider_dir_at(dir: &Path) -> PathBuf {

@@ -278,11 +278,12 @@ build_testbins() {
     list=${!list}
     for t in "${IN_PROCESS_TESTS[@]}"; do args+=(--test "$t"); done
     tdir=$CACHE/cargo-tests-$flavor
-    args+=(--target-dir "$tdir")
+    args+=(-p kae --target-dir "$tdir")
     [[ $flavor == 4 ]] && env=(OPENSSL_DIR="$(prefix_of 4.0)")
     echo "in-process test binaries ($flavor.x): ${env[*]} cargo test --release --no-run ${args[*]} (log: $log)"
     if (cd "$REPO" && env "${env[@]}" cargo test --release --no-run -j "$JOBS" "${args[@]}") >"$log" 2>&1; then
-        sed -n 's/^ *Executable tests\/\([a-z_0-9]*\)\.rs (\(.*\))$/\1 \2/p' "$log" |
+        # tests/NAME.rs, or tests/NAME/main.rs for a test split into modules.
+        sed -n 's/^ *Executable tests\/\([a-z_0-9]*\)\(\/main\)\{0,1\}\.rs (\(.*\))$/\1 \3/p' "$log" |
             sed "s| \([^/]\)| $REPO/\1|" >"$list"
         echo "in-process test binaries ($flavor.x): $(wc -l <"$list") built"
     else

@@ -29,6 +29,25 @@ OUT_DIR=${OUT_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}/bench}
 # bench_usage: the common knobs, for the --help of the sourcing scripts.
 bench_usage() { sed -n '3,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
+# bench_args LAST_HELP_LINE "$@": the bench scripts take no arguments, only --help (their header
+# comment down to LAST_HELP_LINE, then the shared variables); anything else is refused.
+bench_args() {
+    local last=$1 me
+    me=$(basename "$0")
+    shift
+    while (($#)); do
+        case $1 in
+            -h | --help)
+                sed -n "2,${last}p" "$0" | sed 's/^# \{0,1\}//'
+                echo
+                bench_usage
+                exit 0
+                ;;
+            *) echo "$me: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+        esac
+    done
+}
+
 # Run directly instead of sourced: say what it is, run nothing.
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     case "${1:-}" in

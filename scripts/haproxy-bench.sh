@@ -27,17 +27,7 @@ set -euo pipefail
 
 # shellcheck source=scripts/bench-common.sh
 source "$(dirname "$0")/bench-common.sh"
-usage() {
-    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
-    echo
-    bench_usage
-}
-while (($#)); do
-    case $1 in
-        -h | --help) usage; exit 0 ;;
-        *) echo "haproxy-bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-    esac
-done
+bench_args 25 "$@"
 CONCURRENCY=${CONCURRENCY:-1 8 32 128}
 FLAVOURS=${FLAVOURS:-tls13}
 NBTHREAD=${NBTHREAD:-1}

@@ -30,17 +30,7 @@ set -euo pipefail
 
 # shellcheck source=scripts/bench-common.sh
 source "$(dirname "$0")/bench-common.sh"
-usage() {
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
-    echo
-    bench_usage
-}
-while (($#)); do
-    case $1 in
-        -h | --help) usage; exit 0 ;;
-        *) echo "nginx-bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-    esac
-done
+bench_args 28 "$@"
 WORKERS=${WORKERS:-1}
 CONCURRENCY=${CONCURRENCY:-16}
 FLAVOURS=${FLAVOURS:-tls12-rsa tls12-ecdhe tls13}

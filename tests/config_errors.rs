@@ -233,6 +233,13 @@ fn backend_hpre_without_a_device_warns_once_at_start_up() {
         "{}",
         warnings[0]
     );
+    // Counted as a fallback (the exit summary shows the counters).
+    let out = openssl_list(&dir, &cnf, &[("KAE_LOG", "info")]);
+    assert!(
+        out.stderr.contains("fallbacks 1,"),
+        "the fallback is counted once: {}",
+        out.describe()
+    );
 }
 
 /// The first of `paths` that exists; `None` (the test is skipped) only when it is missing and

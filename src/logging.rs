@@ -109,7 +109,17 @@ pub fn check_target(t: &str) -> Option<()> {
 /// A configuration problem: written to stderr whatever the log level (kae may be missing from
 /// the process because of it, and OpenSSL does not say so), and to syslog as well when that is
 /// the log target the configuration asks for.
+///
+/// Said once per process: each library context that loads kae runs its init again.
 pub fn config_diagnostic(line: &str, error: bool, syslog: bool) {
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    {
+        let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+        if said.iter().any(|l| l == line) {
+            return;
+        }
+        said.push(line.to_owned());
+    }
     write_stderr_line(line);
     if syslog {
         if let Ok(msg) = std::ffi::CString::new(line.replace('\0', " ")) {

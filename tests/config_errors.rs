@@ -106,6 +106,21 @@ fn good_config_loads_quietly() {
         out.describe()
     );
     assert!(!out.stderr.contains("kae:"), "{}", out.describe());
+    // With logging on, every line carries the logger's one `kae[PID] LEVEL:` prefix.
+    let out = openssl_list(&dir, &cnf, &[("KAE_LOG", "debug")]);
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| l.contains("kae")).collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("INFO: summary: private ops")),
+        "{}",
+        out.describe()
+    );
+    for l in &lines {
+        assert!(l.starts_with("kae["), "{l}");
+        assert_eq!(l.matches("kae[").count(), 1, "one prefix: {l}");
+        assert!(!l.contains("kae: "), "no second prefix: {l}");
+    }
 }
 
 #[test]
@@ -155,6 +170,11 @@ fn each_bad_value_of_a_known_key_refuses_the_load_and_says_why() {
             // A bad log-level in the file is overridden by KAE_LOG, but still reported.
             let out = openssl_list(&dir, &cnf, &env);
             assert_refused(&out, &dir, &needles, 1);
+            assert!(
+                !out.stderr.contains("summary:"),
+                "no counter summary from a process where kae never loaded: {}",
+                out.describe()
+            );
             assert!(
                 out.stderr
                     .contains(&format!("section [kae_sect] of {}", cnf.display())),

@@ -59,7 +59,7 @@ pub fn instance(slot: usize) -> Option<Arc<ProvCtx>> {
 pub(super) fn free_slot() -> Option<usize> {
     let g = INSTANCES.lock().unwrap_or_else(|e| e.into_inner());
     g.iter()
-        .position(|w| w.as_ref().map_or(true, |w| w.strong_count() == 0))
+        .position(|w| w.as_ref().is_none_or(|w| w.strong_count() == 0))
 }
 
 // SAFETY: the raw pointers are handles owned by the core, valid and thread-safe for the

@@ -20,129 +20,22 @@ mod common;
 mod procs;
 
 use common::ffi::{
-    EVP_PKEY, EVP_PKEY_KEYPAIR, EVP_PKEY_PUBLIC_KEY, OSSL_LIB_CTX, OSSL_PARAM, OSSL_PROVIDER,
+    BIO_ctrl, BIO_free, BIO_new, BIO_s_mem, EVP_PKEY_print_private, EVP_PKEY_print_public,
+    OSSL_DECODER_CTX_free, OSSL_DECODER_CTX_new_for_pkey, OSSL_DECODER_CTX_set_passphrase,
+    OSSL_DECODER_from_data, OSSL_ENCODER_CTX_free, OSSL_ENCODER_CTX_get_num_encoders,
+    OSSL_ENCODER_CTX_new_for_pkey, OSSL_ENCODER_CTX_set_cipher, OSSL_ENCODER_CTX_set_params,
+    OSSL_ENCODER_CTX_set_passphrase, OSSL_ENCODER_do_all_provided, OSSL_ENCODER_get0_description,
+    OSSL_ENCODER_get0_properties, OSSL_ENCODER_get0_provider, OSSL_ENCODER_is_a,
+    OSSL_ENCODER_to_bio, OSSL_PROVIDER_get0_name, OSSL_PROVIDER_get0_provider_ctx,
+    OSSL_PROVIDER_query_operation, BIO, EVP_PKEY, EVP_PKEY_KEYPAIR, EVP_PKEY_PUBLIC_KEY,
+    OSSL_ENCODER, OSSL_LIB_CTX, OSSL_PARAM, OSSL_PROVIDER,
 };
 use common::{clear_errors, kae, kae_with_default, reference, take_errors, Lib, Pkey};
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::{c_char, c_int, c_long, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fs;
 use std::ptr;
 use std::sync::OnceLock;
-
-#[allow(non_camel_case_types)]
-mod raw {
-    use super::*;
-
-    macro_rules! opaque {
-        ($($name:ident),*) => { $( #[repr(C)] pub struct $name { _private: [u8; 0] } )* };
-    }
-    opaque!(
-        OSSL_ENCODER,
-        OSSL_ENCODER_CTX,
-        OSSL_DECODER_CTX,
-        BIO,
-        BIO_METHOD
-    );
-
-    #[repr(C)]
-    pub struct OSSL_DISPATCH {
-        pub function_id: c_int,
-        pub function: Option<unsafe extern "C" fn()>,
-    }
-
-    #[repr(C)]
-    pub struct OSSL_ALGORITHM {
-        pub algorithm_names: *const c_char,
-        pub property_definition: *const c_char,
-        pub implementation: *const OSSL_DISPATCH,
-        pub algorithm_description: *const c_char,
-    }
-
-    extern "C" {
-        pub fn OSSL_PROVIDER_query_operation(
-            prov: *const OSSL_PROVIDER,
-            operation_id: c_int,
-            no_cache: *mut c_int,
-        ) -> *const OSSL_ALGORITHM;
-        pub fn OSSL_PROVIDER_get0_provider_ctx(prov: *const OSSL_PROVIDER) -> *mut c_void;
-        pub fn OSSL_PROVIDER_get0_name(prov: *const OSSL_PROVIDER) -> *const c_char;
-
-        pub fn OSSL_ENCODER_do_all_provided(
-            libctx: *mut OSSL_LIB_CTX,
-            f: unsafe extern "C" fn(*mut OSSL_ENCODER, *mut c_void),
-            arg: *mut c_void,
-        );
-        pub fn OSSL_ENCODER_is_a(e: *const OSSL_ENCODER, name: *const c_char) -> c_int;
-        pub fn OSSL_ENCODER_get0_provider(e: *const OSSL_ENCODER) -> *const OSSL_PROVIDER;
-        pub fn OSSL_ENCODER_get0_properties(e: *const OSSL_ENCODER) -> *const c_char;
-        pub fn OSSL_ENCODER_get0_description(e: *const OSSL_ENCODER) -> *const c_char;
-
-        pub fn OSSL_ENCODER_CTX_new_for_pkey(
-            pkey: *const EVP_PKEY,
-            selection: c_int,
-            output_type: *const c_char,
-            output_struct: *const c_char,
-            propquery: *const c_char,
-        ) -> *mut OSSL_ENCODER_CTX;
-        pub fn OSSL_ENCODER_CTX_free(ctx: *mut OSSL_ENCODER_CTX);
-        pub fn OSSL_ENCODER_CTX_get_num_encoders(ctx: *mut OSSL_ENCODER_CTX) -> c_int;
-        pub fn OSSL_ENCODER_CTX_set_cipher(
-            ctx: *mut OSSL_ENCODER_CTX,
-            name: *const c_char,
-            propq: *const c_char,
-        ) -> c_int;
-        pub fn OSSL_ENCODER_CTX_set_passphrase(
-            ctx: *mut OSSL_ENCODER_CTX,
-            kstr: *const u8,
-            klen: usize,
-        ) -> c_int;
-        pub fn OSSL_ENCODER_CTX_set_params(
-            ctx: *mut OSSL_ENCODER_CTX,
-            params: *const OSSL_PARAM,
-        ) -> c_int;
-        pub fn OSSL_ENCODER_to_bio(ctx: *mut OSSL_ENCODER_CTX, out: *mut BIO) -> c_int;
-
-        pub fn OSSL_DECODER_CTX_new_for_pkey(
-            pkey: *mut *mut EVP_PKEY,
-            input_type: *const c_char,
-            input_struct: *const c_char,
-            keytype: *const c_char,
-            selection: c_int,
-            libctx: *mut OSSL_LIB_CTX,
-            propquery: *const c_char,
-        ) -> *mut OSSL_DECODER_CTX;
-        pub fn OSSL_DECODER_CTX_free(ctx: *mut OSSL_DECODER_CTX);
-        pub fn OSSL_DECODER_CTX_set_passphrase(
-            ctx: *mut OSSL_DECODER_CTX,
-            kstr: *const u8,
-            klen: usize,
-        ) -> c_int;
-        pub fn OSSL_DECODER_from_data(
-            ctx: *mut OSSL_DECODER_CTX,
-            pdata: *mut *const u8,
-            len: *mut usize,
-        ) -> c_int;
-
-        pub fn EVP_PKEY_print_private(
-            out: *mut BIO,
-            pkey: *const EVP_PKEY,
-            indent: c_int,
-            pctx: *mut c_void,
-        ) -> c_int;
-        pub fn EVP_PKEY_print_public(
-            out: *mut BIO,
-            pkey: *const EVP_PKEY,
-            indent: c_int,
-            pctx: *mut c_void,
-        ) -> c_int;
-
-        pub fn BIO_s_mem() -> *const BIO_METHOD;
-        pub fn BIO_new(m: *const BIO_METHOD) -> *mut BIO;
-        pub fn BIO_free(b: *mut BIO) -> c_int;
-        pub fn BIO_ctrl(b: *mut BIO, cmd: c_int, larg: c_long, parg: *mut c_void) -> c_long;
-    }
-}
-use raw::*;
 
 const OSSL_OP_ENCODER: c_int = 20;
 const FUNC_SETTABLE_CTX_PARAMS: c_int = 6;

@@ -16,45 +16,15 @@
 mod common;
 mod procs;
 
-use common::ffi::{EVP_PKEY_CTX, EVP_PKEY_KEYPAIR, EVP_PKEY_PUBLIC_KEY, OSSL_LIB_CTX, OSSL_PARAM};
+use common::ffi::{
+    EVP_KEM_fetch, EVP_KEM_free, EVP_KEM_get0_provider, EVP_PKEY_CTX_gettable_params,
+    EVP_PKEY_CTX_set_kem_op, EVP_PKEY_CTX_settable_params, EVP_PKEY_decapsulate,
+    EVP_PKEY_decapsulate_init, EVP_PKEY_encapsulate, EVP_PKEY_encapsulate_init, EVP_PKEY_KEYPAIR,
+    EVP_PKEY_PUBLIC_KEY, OSSL_PARAM,
+};
 use common::*;
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_int, CStr, CString};
 use std::ptr;
-
-#[allow(non_camel_case_types)]
-#[repr(C)]
-struct EVP_KEM {
-    _p: [u8; 0],
-}
-
-extern "C" {
-    fn EVP_PKEY_encapsulate_init(ctx: *mut EVP_PKEY_CTX, params: *const OSSL_PARAM) -> c_int;
-    fn EVP_PKEY_encapsulate(
-        ctx: *mut EVP_PKEY_CTX,
-        out: *mut u8,
-        outlen: *mut usize,
-        secret: *mut u8,
-        secretlen: *mut usize,
-    ) -> c_int;
-    fn EVP_PKEY_decapsulate_init(ctx: *mut EVP_PKEY_CTX, params: *const OSSL_PARAM) -> c_int;
-    fn EVP_PKEY_decapsulate(
-        ctx: *mut EVP_PKEY_CTX,
-        secret: *mut u8,
-        secretlen: *mut usize,
-        inp: *const u8,
-        inlen: usize,
-    ) -> c_int;
-    fn EVP_PKEY_CTX_set_kem_op(ctx: *mut EVP_PKEY_CTX, op: *const c_char) -> c_int;
-    fn EVP_PKEY_CTX_settable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
-    fn EVP_PKEY_CTX_gettable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
-    fn EVP_KEM_fetch(
-        ctx: *mut OSSL_LIB_CTX,
-        alg: *const c_char,
-        props: *const c_char,
-    ) -> *mut EVP_KEM;
-    fn EVP_KEM_free(kem: *mut EVP_KEM);
-    fn EVP_KEM_get0_provider(kem: *const EVP_KEM) -> *const common::ffi::OSSL_PROVIDER;
-}
 
 /// The kae library context of these tests: kae alone, as in the other tests, on every core
 /// (its own DRBG fronts give it random numbers on 3.5+ too).

@@ -15,16 +15,14 @@
 
 mod common;
 
-use common::ffi::{self, EVP_PKEY_CTX, EVP_SIGNATURE, OSSL_PARAM};
+use common::ffi::{
+    self, EVP_PKEY_CTX_gettable_params, EVP_PKEY_CTX_settable_params, EVP_SIGNATURE_get0_name,
+    EVP_PKEY_CTX, EVP_SIGNATURE, OSSL_PARAM,
+};
 use common::*;
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_int, c_void, CStr, CString};
 use std::ptr;
 use std::sync::OnceLock;
-
-extern "C" {
-    fn EVP_PKEY_CTX_settable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
-    fn EVP_PKEY_CTX_gettable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
-}
 
 /// (names, digest) of the default provider's composites (3.5 `prov/names.h`).
 const SIGALGS: [(&str, &str); 13] = [
@@ -1002,8 +1000,4 @@ fn aliases_resolve() {
             .into_owned();
         assert_eq!(name, dname, "{alias}");
     }
-}
-
-extern "C" {
-    fn EVP_SIGNATURE_get0_name(s: *const EVP_SIGNATURE) -> *const c_char;
 }

@@ -208,7 +208,3 @@ fn load_use_unload_cycles() {
         "VmRSS grew from {r5} kB (round 5) to {r20} kB (round {ROUNDS}): {rss_after:?}"
     );
 }
-
-extern "C" {
-    fn OSSL_PROVIDER_unload(prov: *mut OSSL_PROVIDER) -> std::ffi::c_int;
-}

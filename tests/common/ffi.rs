@@ -24,6 +24,35 @@ pub struct EVP_KEYMGMT {
     _private: [u8; 0],
 }
 
+/// `EVP_KEM`: openssl-sys declares no KEM fetch API.
+#[repr(C)]
+pub struct EVP_KEM {
+    _private: [u8; 0],
+}
+
+/// `OSSL_ENCODER`: openssl-sys has the encoder context but not the encoder method itself.
+#[repr(C)]
+pub struct OSSL_ENCODER {
+    _private: [u8; 0],
+}
+
+/// `OSSL_DISPATCH` (openssl/core.h): a provider's function table entry; openssl-sys has none of
+/// the provider-side core types.
+#[repr(C)]
+pub struct OSSL_DISPATCH {
+    pub function_id: c_int,
+    pub function: Option<unsafe extern "C" fn()>,
+}
+
+/// `OSSL_ALGORITHM` (openssl/core.h): one entry of what a provider's query_operation returns.
+#[repr(C)]
+pub struct OSSL_ALGORITHM {
+    pub algorithm_names: *const c_char,
+    pub property_definition: *const c_char,
+    pub implementation: *const OSSL_DISPATCH,
+    pub algorithm_description: *const c_char,
+}
+
 // --- Constants openssl-sys lacks. ------------------------------------------------------------
 
 // OSSL_PARAM data types and the "not modified" return_size sentinel (openssl/params.h,
@@ -50,9 +79,16 @@ extern "C" {
     pub fn OSSL_PROVIDER_available(ctx: *mut OSSL_LIB_CTX, name: *const c_char) -> c_int;
     pub fn OSSL_PROVIDER_get0_name(prov: *const OSSL_PROVIDER) -> *const c_char;
     pub fn OSSL_PROVIDER_get_params(prov: *const OSSL_PROVIDER, params: *mut OSSL_PARAM) -> c_int;
+    // What a loaded provider offers, asked directly (the tables behind every fetch).
+    pub fn OSSL_PROVIDER_query_operation(
+        prov: *const OSSL_PROVIDER,
+        operation_id: c_int,
+        no_cache: *mut c_int,
+    ) -> *const OSSL_ALGORITHM;
+    pub fn OSSL_PROVIDER_get0_provider_ctx(prov: *const OSSL_PROVIDER) -> *mut c_void;
 
     // Which provider implements a fetched algorithm, a context or a key: the `get0_provider`
-    // getters are absent from openssl-sys, and so are the asym-cipher and keymgmt fetches.
+    // getters are absent from openssl-sys, and so are the asym-cipher, keymgmt and KEM fetches.
     pub fn EVP_SIGNATURE_get0_provider(s: *const EVP_SIGNATURE) -> *const OSSL_PROVIDER;
     pub fn EVP_ASYM_CIPHER_fetch(
         ctx: *mut OSSL_LIB_CTX,
@@ -68,6 +104,13 @@ extern "C" {
     ) -> *mut EVP_KEYMGMT;
     pub fn EVP_KEYMGMT_free(k: *mut EVP_KEYMGMT);
     pub fn EVP_KEYMGMT_get0_provider(k: *const EVP_KEYMGMT) -> *const OSSL_PROVIDER;
+    pub fn EVP_KEM_fetch(
+        ctx: *mut OSSL_LIB_CTX,
+        alg: *const c_char,
+        props: *const c_char,
+    ) -> *mut EVP_KEM;
+    pub fn EVP_KEM_free(kem: *mut EVP_KEM);
+    pub fn EVP_KEM_get0_provider(kem: *const EVP_KEM) -> *const OSSL_PROVIDER;
     pub fn EVP_PKEY_CTX_get0_provider(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PROVIDER;
     pub fn EVP_PKEY_get0_provider(pkey: *const EVP_PKEY) -> *const OSSL_PROVIDER;
     pub fn EVP_PKEY_get0_type_name(pkey: *const EVP_PKEY) -> *const c_char;
@@ -82,6 +125,9 @@ extern "C" {
     pub fn EVP_PKEY_CTX_dup(ctx: *const EVP_PKEY_CTX) -> *mut EVP_PKEY_CTX;
     pub fn EVP_PKEY_CTX_settable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
     pub fn EVP_PKEY_CTX_gettable_params(ctx: *const EVP_PKEY_CTX) -> *const OSSL_PARAM;
+
+    // KEM operation selection: openssl-sys has the encapsulate/decapsulate calls but not this.
+    pub fn EVP_PKEY_CTX_set_kem_op(ctx: *mut EVP_PKEY_CTX, op: *const c_char) -> c_int;
 
     // Key checks: openssl-sys has EVP_PKEY_check and EVP_PKEY_public_check only.
     pub fn EVP_PKEY_private_check(ctx: *mut EVP_PKEY_CTX) -> c_int;
@@ -128,4 +174,38 @@ extern "C" {
         num: usize,
         strength: c_uint,
     ) -> c_int;
+
+    // Encoder enumeration and the encoder-context calls openssl-sys leaves out (it has
+    // OSSL_ENCODER_CTX_new_for_pkey/free/set_cipher/set_passphrase and OSSL_ENCODER_to_bio).
+    pub fn OSSL_ENCODER_do_all_provided(
+        libctx: *mut OSSL_LIB_CTX,
+        f: unsafe extern "C" fn(*mut OSSL_ENCODER, *mut c_void),
+        arg: *mut c_void,
+    );
+    pub fn OSSL_ENCODER_is_a(e: *const OSSL_ENCODER, name: *const c_char) -> c_int;
+    pub fn OSSL_ENCODER_get0_provider(e: *const OSSL_ENCODER) -> *const OSSL_PROVIDER;
+    pub fn OSSL_ENCODER_get0_properties(e: *const OSSL_ENCODER) -> *const c_char;
+    pub fn OSSL_ENCODER_get0_description(e: *const OSSL_ENCODER) -> *const c_char;
+    pub fn OSSL_ENCODER_CTX_get_num_encoders(ctx: *mut OSSL_ENCODER_CTX) -> c_int;
+    pub fn OSSL_ENCODER_CTX_set_params(
+        ctx: *mut OSSL_ENCODER_CTX,
+        params: *const OSSL_PARAM,
+    ) -> c_int;
+
+    // Key text output to a BIO (openssl-sys declares no EVP_PKEY_print_* function).
+    pub fn EVP_PKEY_print_private(
+        out: *mut BIO,
+        pkey: *const EVP_PKEY,
+        indent: c_int,
+        pctx: *mut c_void,
+    ) -> c_int;
+    pub fn EVP_PKEY_print_public(
+        out: *mut BIO,
+        pkey: *const EVP_PKEY,
+        indent: c_int,
+        pctx: *mut c_void,
+    ) -> c_int;
+
+    // Freeing one BIO with its result (openssl-sys has only BIO_free_all, which returns nothing).
+    pub fn BIO_free(b: *mut BIO) -> c_int;
 }

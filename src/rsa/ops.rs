@@ -122,59 +122,104 @@ fn verify_limbs(key: &RsaKey, y: &[u64], x: &[u64], ctx: &BnCtx) -> KaeResult<u6
     Ok(ct_limbs::eq(&check.to_limbs(mont.ln.width())?, x))
 }
 
-/// RSADP / RSASP1 with blinding, CRT and the fault check. `out.len()` must be the modulus
-/// size; `input` must be below n (checked).
+/// A private operation between its CPU steps: the blinded input and the blinding pair that
+/// undoes it. Made by [`prepare_private`], taken by [`finish_private`]; in between a backend
+/// exponentiates `blinded()` (CRT on the CPU, one HPRE request, one lane of a batch). Both
+/// parts are zeroized on drop.
+pub struct PrivateJob {
+    xb: Limbs,
+    blinding: Blinding,
+}
+
+impl PrivateJob {
+    /// The blinded input x·r^e mod n, as limbs of n's width (what the backend raises to d).
+    pub fn blinded(&self) -> &[u64] {
+        &self.xb
+    }
+}
+
+/// Step 1 of RSADP / RSASP1: checks the key, the output size and the input (below n), and
+/// blinds the input. Everything a backend needs is in the returned job.
+pub fn prepare_private(key: &RsaKey, input: &[u8], out_len: usize) -> KaeResult<PrivateJob> {
+    if !key.has_private() {
+        return Err(KaeError::MissingPrivateKey);
+    }
+    key.check_public_shape()?; // blinding and the fault check need e
+    if out_len != key.size() {
+        return Err(KaeError::BufferTooSmall);
+    }
+    let ctx = key.bn_ctx()?; // blinding draws from the owning instance's library context
+    let ln = &key.mont()?.ln;
+    let x = input_below_modulus(key, input, true)?.to_limbs(ln.width())?;
+    // Blind: xb = x · r^e mod n (a = r^e·R in Montgomery form).
+    let blinding = take_blinding(key, &ctx)?;
+    let xb = ln.mont_mul(&x, &blinding.a);
+    Ok(PrivateJob { xb, blinding })
+}
+
+/// Step 2 on the CPU: y = xb^d mod n, with CRT when the key has it.
+pub fn exponentiate_cpu(key: &RsaKey, job: &PrivateJob) -> KaeResult<Limbs> {
+    let ctx = key.bn_ctx()?;
+    match &key.mont()?.crt {
+        Some(crt) => crt_exp(key, &job.xb, crt, &ctx),
+        None => exp_with_d(key, &job.xb, &ctx),
+    }
+}
+
+/// Steps 3 and 4, always on the CPU whoever exponentiated: the fault check with e (in
+/// constant time; only its declassified outcome drives a branch), then unblinding and the
+/// fixed-length copy out. `y` is the backend's result, or `None` when the backend failed: the
+/// exponentiation is then redone on the CPU. A result that fails the check is recomputed
+/// without CRT (as OpenSSL does); if that fails too, nothing is released.
+pub fn finish_private(
+    key: &RsaKey,
+    job: PrivateJob,
+    y: Option<Limbs>,
+    out: &mut [u8],
+) -> KaeResult<()> {
+    if out.len() != key.size() {
+        return Err(KaeError::BufferTooSmall);
+    }
+    let ctx = key.bn_ctx()?;
+    let mont = key.mont()?;
+    let mut y = match y {
+        Some(y) if y.len() == mont.ln.width() => y,
+        _ => exponentiate_cpu(key, &job)?,
+    };
+    if ct_limbs::declassify_u64(verify_limbs(key, &y, &job.xb, &ctx)?) != 1 {
+        crate::stats::note_crt_fault();
+        crate::logging::warn_rate_limited(
+            "crt-fault",
+            format_args!(
+                "RSA {} result failed verification; recomputing without CRT",
+                if mont.crt.is_some() { "CRT" } else { "plain" }
+            ),
+        );
+        y = exp_with_d(key, &job.xb, &ctx)?;
+        if ct_limbs::declassify_u64(verify_limbs(key, &y, &job.xb, &ctx)?) != 1 {
+            return Err(KaeError::FaultDetected);
+        }
+    }
+    // Unblind (y · r^-1 mod n) and copy out: fixed length, straight from the limbs.
+    let PrivateJob { xb: _, blinding } = job;
+    let m = mont.ln.mont_mul(&y, &blinding.ai);
+    return_blinding(key, blinding);
+    ct_limbs::write_be(&m, out);
+    Ok(())
+}
+
+/// RSADP / RSASP1 with blinding, CRT and the fault check, all on the calling thread:
+/// [`prepare_private`] → [`exponentiate_cpu`] → [`finish_private`]. `out.len()` must be the
+/// modulus size; `input` must be below n (checked).
 ///
 /// After blinding, every step in kae's code is constant time (`ct_limbs`: no branch, index
 /// or length depends on a secret); the exponentiations are libcrypto's constant-time ones.
 /// The only secret-derived value that drives a branch is the (declassified) outcome of the
 /// fault check.
 pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
-    if !key.has_private() {
-        return Err(KaeError::MissingPrivateKey);
-    }
-    key.check_public_shape()?; // blinding and the fault check need e
-    if out.len() != key.size() {
-        return Err(KaeError::BufferTooSmall);
-    }
-    let ctx = key.bn_ctx()?; // blinding draws from the owning instance's library context
-    let mont = key.mont()?;
-    let ln = &mont.ln;
-    let x = input_below_modulus(key, input, true)?.to_limbs(ln.width())?;
-
-    // 1. Blind: xb = x · r^e mod n (a = r^e·R in Montgomery form).
-    let blinding = take_blinding(key, &ctx)?;
-    let xb = ln.mont_mul(&x, &blinding.a);
-
-    // 2. Exponentiate.
-    let used_crt = mont.crt.is_some();
-    let mut y = match &mont.crt {
-        Some(crt) => crt_exp(key, &xb, crt, &ctx)?,
-        None => exp_with_d(key, &xb, &ctx)?,
-    };
-
-    // 3. Fault check: y^e must give back the blinded input. Whether it did is public
-    //    (declassified): a fault is counted and logged.
-    if ct_limbs::declassify_u64(verify_limbs(key, &y, &xb, &ctx)?) != 1 {
-        crate::stats::note_crt_fault();
-        crate::logging::warn_rate_limited(
-            "crt-fault",
-            format_args!(
-                "RSA {} result failed verification; recomputing without CRT",
-                if used_crt { "CRT" } else { "plain" }
-            ),
-        );
-        y = exp_with_d(key, &xb, &ctx)?;
-        if ct_limbs::declassify_u64(verify_limbs(key, &y, &xb, &ctx)?) != 1 {
-            return Err(KaeError::FaultDetected);
-        }
-    }
-
-    // 4. Unblind (y · r^-1 mod n) and copy out: fixed length, straight from the limbs.
-    let m = ln.mont_mul(&y, &blinding.ai);
-    return_blinding(key, blinding);
-    ct_limbs::write_be(&m, out);
-    Ok(())
+    let job = prepare_private(key, input, out.len())?;
+    let y = exponentiate_cpu(key, &job)?;
+    finish_private(key, job, Some(y), out)
 }
 
 /// Garner's CRT recombination (RFC 8017 §5.1.2 step 2.b):
@@ -426,6 +471,64 @@ mod tests {
         assert!(
             bad.validate(true, true, true).is_err(),
             "validation must reject the corrupted key"
+        );
+    }
+
+    /// The backend seam: whatever a backend hands to `finish_private` (its correct result, a
+    /// wrong one, one of the wrong width, or nothing after a failure), the released output is
+    /// the correct signature, and a wrong result is counted as a fault.
+    #[test]
+    fn finish_private_releases_only_checked_results_whatever_the_backend_gave() {
+        let key = key1024();
+        let m = sample(key.size(), 13);
+        let mut want = vec![0u8; key.size()];
+        private_op(key, &m, &mut want).unwrap();
+        let faults = || crate::stats::snapshot().get(crate::stats::idx::CRT_FAULTS);
+        let width = key.mont().unwrap().ln.width();
+        let cases: [(&str, fn(&RsaKey, &PrivateJob, usize) -> Option<Limbs>, bool); 4] = [
+            (
+                "correct",
+                |k, j, _| Some(exponentiate_cpu(k, j).unwrap()),
+                false,
+            ),
+            ("failed backend", |_, _, _| None, false),
+            (
+                "wrong width",
+                |_, _, w| Some(zeroize::Zeroizing::new(vec![1u64; w + 1])),
+                false,
+            ),
+            (
+                "wrong value",
+                |k, j, _| {
+                    let mut y = exponentiate_cpu(k, j).unwrap();
+                    y[0] ^= 1;
+                    Some(y)
+                },
+                true,
+            ),
+        ];
+        for (what, backend, counted) in cases {
+            let job = prepare_private(key, &m, key.size()).unwrap();
+            let again = prepare_private(key, &m, key.size()).unwrap();
+            assert_ne!(
+                job.blinded(),
+                again.blinded(),
+                "{what}: each job is blinded afresh"
+            );
+            drop(again);
+            let y = backend(key, &job, width);
+            let before = faults();
+            let mut got = vec![0u8; key.size()];
+            finish_private(key, job, y, &mut got).unwrap();
+            assert_eq!(got, want, "{what}");
+            if counted {
+                assert!(faults() > before, "{what}: the fault is counted");
+            }
+        }
+        // Size checks happen before any work.
+        assert_eq!(
+            prepare_private(key, &m, key.size() - 1).err(),
+            Some(KaeError::BufferTooSmall)
         );
     }
 

@@ -136,7 +136,7 @@ fn each_bad_value_of_a_known_key_refuses_the_load_and_says_why() {
         ),
         (
             "backend = gpu",
-            ["'backend' = \"gpu\"", "auto, cpu or hpre"],
+            ["'backend' = \"gpu\"", "auto, hpre, mb or cpu"],
         ),
         ("async = maybe", ["'async' = \"maybe\"", "auto, yes or no"]),
         (

@@ -151,7 +151,7 @@ fn stall_for_test() {
 
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
-        "cpu"
+        super::registry::BackendKind::Cpu.name()
     }
 
     fn submit(&self, req: Request) -> Result<(), Request> {

@@ -32,25 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
-/// Which backend computes offloaded requests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// HPRE when present, else CPU.
-    Auto,
-    Cpu,
-    Hpre,
-}
-
-impl BackendChoice {
-    pub fn parse(s: &str) -> Option<BackendChoice> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Some(BackendChoice::Auto),
-            "cpu" => Some(BackendChoice::Cpu),
-            "hpre" => Some(BackendChoice::Hpre),
-            _ => None,
-        }
-    }
-}
+pub use crate::backend::registry::{BackendChoice, BackendKind};
 
 /// When private operations of ASYNC jobs go to the pool (`async` setting).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -462,30 +444,18 @@ fn running_in(pid: u32) -> Option<Arc<Pool>> {
     CURRENT.lock().as_ref().filter(|p| p.pid == pid).cloned()
 }
 
-/// Why `backend = hpre` cannot be served here.
-pub fn hpre_unavailable_reason() -> &'static str {
-    "this build of kae has no HPRE backend yet"
+/// The backend the configuration selects here, and why (see `backend::registry`).
+pub fn selection() -> crate::backend::registry::Selection {
+    crate::backend::registry::select(config().backend)
 }
 
-/// The backend a configuration selects, and why (for the start-up log line).
-pub fn chosen_backend(choice: BackendChoice) -> (&'static str, &'static str) {
-    match choice {
-        BackendChoice::Cpu => ("cpu", "configured"),
-        BackendChoice::Auto => ("cpu", "auto: this build of kae has no HPRE backend yet"),
-        BackendChoice::Hpre => (
-            "cpu",
-            "hpre configured but unavailable: falling back to the CPU",
-        ),
-    }
-}
-
-/// What operators see as the active backend: "cpu" (inline in sync mode, CPU workers for
-/// async jobs); "hpre" once that backend exists and is selected.
+/// What operators see as the active backend: the running pool's, else the selected one (sync
+/// operations compute inline with it).
 pub fn backend_label() -> &'static core::ffi::CStr {
-    match running() {
-        Some(p) if p.backend_name() == "hpre" => c"hpre",
-        _ => c"cpu",
-    }
+    running()
+        .and_then(|p| BackendKind::from_name(p.backend_name()))
+        .unwrap_or(selection().kind)
+        .c_name()
 }
 
 /// Pool of this process if one is running (for counters; never starts one).
@@ -538,8 +508,9 @@ fn offload_async_jobs() -> bool {
     let offload = match cfg.async_mode {
         AsyncMode::On => true,
         AsyncMode::Off => false,
-        // Only CPU workers exist today; a hardware backend will always be worth it.
-        AsyncMode::Auto => cpus >= 2,
+        // CPU workers pay off only with a CPU of their own; hardware and multi-buffer
+        // batching pay off on one CPU too.
+        AsyncMode::Auto => cpus >= 2 || selection().kind.worth_offloading_on_one_cpu(),
     };
     if cfg.async_mode == AsyncMode::Auto && !offload {
         log::info!(

@@ -75,7 +75,7 @@ pub const SETTINGS: [Setting; 7] = [
     Setting {
         key: KAE_CONF_BACKEND,
         env: "KAE_BACKEND",
-        accepted: "auto, cpu or hpre",
+        accepted: "auto, hpre, mb or cpu",
     },
     Setting {
         key: KAE_CONF_QUEUES,
@@ -482,7 +482,10 @@ mod tests {
         assert!(p.is_empty(), "{p:?}");
         assert_eq!(cfg.pool.queues, 4);
         assert_eq!(cfg.pool.depth, 128);
-        assert_eq!(cfg.pool.backend, crate::pool::BackendChoice::Cpu);
+        assert_eq!(
+            cfg.pool.backend,
+            crate::pool::BackendChoice::Named(crate::pool::BackendKind::Cpu)
+        );
         assert_eq!(cfg.pool.async_mode, crate::pool::AsyncMode::Off);
         assert!(!cfg.load_default);
     }
@@ -535,6 +538,12 @@ mod tests {
         assert!(
             texts[2].contains("'queue_depth'") && texts[2].contains("did you mean 'queue-depth'")
         );
+    }
+
+    #[test]
+    fn the_backend_words_are_the_registry_s() {
+        let s = SETTINGS.iter().find(|s| s.key == KAE_CONF_BACKEND).unwrap();
+        assert_eq!(s.accepted, crate::pool::BackendChoice::accepted());
     }
 
     #[test]

@@ -101,13 +101,19 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 );
                 return Err(crate::ffi::core::Failure::with(KaeError::InvalidParam, why));
             }
-            if config.pool.backend == crate::pool::BackendChoice::Hpre {
+            let selection = crate::backend::registry::select(config.pool.backend);
+            if let Some(why) = &selection.fallback {
                 // Said once, at start-up, where the operator looks; counted as a fallback.
                 crate::stats::note_fallback();
                 crate::logging::config_diagnostic(
                     &format!(
-                        "kae: warning: backend = hpre, but {}; kae runs on the CPU backend",
-                        crate::pool::hpre_unavailable_reason()
+                        "kae: warning: backend = {}, but {why}; kae runs on the {} backend",
+                        config.pool.backend.name(),
+                        if selection.kind == crate::pool::BackendKind::Cpu {
+                            "CPU"
+                        } else {
+                            selection.kind.name()
+                        }
                     ),
                     false,
                     config.log_target.as_deref() == Some("syslog"),
@@ -175,8 +181,8 @@ pub unsafe extern "C" fn OSSL_provider_init(
             log::info!(
                 "kae {} in OpenSSL {core_version}: backend {} ({}); pool {} queues x depth {}, async offload {} (threads start at first async use); default provider {}",
                 env!("CARGO_PKG_VERSION"),
-                crate::pool::chosen_backend(pc.backend).0,
-                crate::pool::chosen_backend(pc.backend).1,
+                selection.kind.name(),
+                selection.why,
                 pc.queues,
                 pc.depth,
                 pc.async_mode.name(),
@@ -200,7 +206,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 .push((id, ctx));
             crate::pool::add_user();
             // Only a process where kae is really loaded shows up in kae-stat.
-            crate::stats::publish("cpu");
+            crate::stats::publish(selection.kind.name());
             Ok(1)
         },
     )

@@ -44,6 +44,8 @@ impl Drop for EventFd {
     fn drop(&mut self) {
         // SAFETY: we own the fd.
         unsafe { libc::close(self.0) };
+        #[cfg(test)]
+        tests::CLOSED_HERE.with(|c| c.borrow_mut().push(self.0));
     }
 }
 
@@ -310,6 +312,17 @@ mod tests {
         fn ASYNC_WAIT_CTX_free(ctx: *mut ASYNC_WAIT_CTX);
     }
 
+    thread_local! {
+        /// The fds an `EventFd` closed on this thread. Tests run in parallel and reuse fd
+        /// numbers at once, so "fcntl fails" cannot show that *our* fd was closed.
+        pub(super) static CLOSED_HERE: std::cell::RefCell<Vec<c_int>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    fn closed_here(fd: c_int) -> bool {
+        CLOSED_HERE.with(|c| c.borrow().contains(&fd))
+    }
+
     fn fd_open(fd: c_int) -> bool {
         // SAFETY: F_GETFD on any number is harmless.
         unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
@@ -326,7 +339,10 @@ mod tests {
         assert_eq!(again.fd(), fd, "one fd per wait ctx, reused");
         drop(again);
         drop(ev);
-        assert!(fd_open(fd), "the wait ctx still holds the fd");
+        assert!(
+            fd_open(fd) && !closed_here(fd),
+            "the wait ctx still holds the fd"
+        );
         let in_flight = job.wait_fd().unwrap(); // a request still holding it
         in_flight.signal();
         job.drain_wait_fd();
@@ -337,7 +353,8 @@ mod tests {
             "an in-flight request keeps the fd open after the ctx is freed"
         );
         in_flight.signal();
+        assert!(!closed_here(fd), "still open while a request holds it");
         drop(in_flight);
-        assert!(!fd_open(fd), "closed once the last holder let go");
+        assert!(closed_here(fd), "closed once the last holder let go");
     }
 }

@@ -112,6 +112,9 @@ pub struct RsaKey {
     /// address: blinding factors and prime tests draw their random numbers there. 0: the
     /// default context (keys made outside a provider instance, in unit tests).
     libctx: usize,
+    /// What a backend attached to this key (an HPRE session, a lane layout): made at first
+    /// use, freed with the key, rebuilt in a forked child (`backend::key_state`).
+    pub backend_state: crate::backend::key_state::KeyState,
 }
 
 impl RsaKey {
@@ -129,6 +132,7 @@ impl RsaKey {
             blindings: Mutex::new(Vec::new()),
             blindings_made: AtomicU32::new(0),
             libctx: 0,
+            backend_state: Default::default(),
         }
     }
 

@@ -1,0 +1,155 @@
+//! State a backend attaches to a key: an HPRE session with the CRT key set once, a lane-ready
+//! layout of the primes for multi-buffer batches. Made at the key's first use by that backend,
+//! kept with the key, freed with it.
+//!
+//! Fork: a child inherits its parent's keys, and with them state that belongs to the parent
+//! (a session on the parent's queues). The child must neither use nor release it, so state is
+//! tagged with the pid that made it: another process rebuilds its own at first use, and the
+//! inherited one is forgotten, never dropped.
+
+use super::registry::BackendKind;
+use crate::error::KaeResult;
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+
+struct Attached {
+    pid: u32,
+    kind: BackendKind,
+    state: Arc<dyn Any + Send + Sync>,
+}
+
+/// The backend state slot of one key.
+#[derive(Default)]
+pub struct KeyState {
+    slot: Mutex<Option<Attached>>,
+}
+
+impl KeyState {
+    /// The state `kind` attached to this key in this process, made with `make` when there is
+    /// none yet (or only another process's, or another backend's).
+    pub fn get_or_make<T: Any + Send + Sync>(
+        &self,
+        kind: BackendKind,
+        make: impl FnOnce() -> KaeResult<T>,
+    ) -> KaeResult<Arc<T>> {
+        self.get_or_make_in(std::process::id(), kind, make)
+    }
+
+    fn get_or_make_in<T: Any + Send + Sync>(
+        &self,
+        pid: u32,
+        kind: BackendKind,
+        make: impl FnOnce() -> KaeResult<T>,
+    ) -> KaeResult<Arc<T>> {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = slot.as_ref() {
+            if a.pid == pid && a.kind == kind {
+                if let Ok(t) = Arc::clone(&a.state).downcast::<T>() {
+                    return Ok(t);
+                }
+            }
+        }
+        // Made while holding the slot: two threads' first uses make one state, not two.
+        let state = Arc::new(make()?);
+        let old = slot.replace(Attached {
+            pid,
+            kind,
+            state: state.clone(),
+        });
+        if let Some(old) = old {
+            if old.pid != pid {
+                std::mem::forget(old); // another process's: not ours to release
+            }
+        }
+        Ok(state)
+    }
+
+    /// Whether some state is attached (any process, any backend).
+    pub fn is_attached(&self) -> bool {
+        self.slot.lock().map(|s| s.is_some()).unwrap_or(false)
+    }
+}
+
+impl Drop for KeyState {
+    fn drop(&mut self) {
+        let slot = self.slot.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = slot.take() {
+            if a.pid != std::process::id() {
+                std::mem::forget(a);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts how many were made and released.
+    struct Probe(&'static AtomicUsize);
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn made_once_per_process_and_backend_freed_with_the_key() {
+        static DROPPED: AtomicUsize = AtomicUsize::new(0);
+        let made = AtomicUsize::new(0);
+        let make = || {
+            made.fetch_add(1, Ordering::SeqCst);
+            Ok(Probe(&DROPPED))
+        };
+        let ks = KeyState::default();
+        let pid = std::process::id();
+        let a = ks.get_or_make_in(pid, BackendKind::Hpre, make).unwrap();
+        let b = ks.get_or_make_in(pid, BackendKind::Hpre, make).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(made.load(Ordering::SeqCst), 1, "created once");
+        drop((a, b));
+        assert_eq!(DROPPED.load(Ordering::SeqCst), 0, "kept with the key");
+        drop(ks);
+        assert_eq!(DROPPED.load(Ordering::SeqCst), 1, "freed with the key");
+    }
+
+    #[test]
+    fn a_forked_child_rebuilds_and_never_releases_the_parents_state() {
+        static DROPPED: AtomicUsize = AtomicUsize::new(0);
+        let ks = KeyState::default();
+        let me = std::process::id();
+        // State "made by the parent" (another pid), then used in this process.
+        let parent = ks
+            .get_or_make_in(me.wrapping_add(1), BackendKind::Hpre, || {
+                Ok(Probe(&DROPPED))
+            })
+            .unwrap();
+        drop(parent);
+        let child = ks
+            .get_or_make_in(me, BackendKind::Hpre, || Ok(Probe(&DROPPED)))
+            .unwrap();
+        assert_eq!(
+            DROPPED.load(Ordering::SeqCst),
+            0,
+            "the parent's state is forgotten"
+        );
+        drop(child);
+        drop(ks);
+        assert_eq!(
+            DROPPED.load(Ordering::SeqCst),
+            1,
+            "only our own state is released"
+        );
+    }
+
+    #[test]
+    fn a_failed_make_attaches_nothing() {
+        let ks = KeyState::default();
+        let r: KaeResult<Arc<u8>> =
+            ks.get_or_make(BackendKind::Hpre, || Err(crate::error::KaeError::Internal));
+        assert!(r.is_err());
+        assert!(!ks.is_attached());
+        assert_eq!(*ks.get_or_make(BackendKind::Hpre, || Ok(7u8)).unwrap(), 7);
+    }
+}

@@ -1,0 +1,4 @@
+//! The HPRE backend (work in progress, issue 11): Kunpeng's RSA accelerator through UADK's
+//! `wd_rsa` API, loaded at run time. So far: the ABI declarations with layout checks.
+
+pub mod abi;

@@ -370,6 +370,17 @@ impl Config {
     }
 }
 
+/// A request for the core's `get_params`: the core points `slot` at its string for `key`.
+fn utf8_ptr_request(key: &CStr, slot: &mut *const c_char) -> OSSL_PARAM {
+    OSSL_PARAM {
+        key: key.as_ptr(),
+        data_type: OSSL_PARAM_UTF8_PTR,
+        data: (slot as *mut *const c_char).cast(),
+        data_size: core::mem::size_of::<*const c_char>(),
+        return_size: OSSL_PARAM_UNMODIFIED,
+    }
+}
+
 /// The values of our keys in the provider section, as the core hands them over.
 fn read_section(core: &Core) -> Vec<(&'static CStr, String)> {
     let mut values = Vec::new();
@@ -380,13 +391,7 @@ fn read_section(core: &Core) -> Vec<(&'static CStr, String)> {
     let mut req: Vec<OSSL_PARAM> = ptrs
         .iter_mut()
         .zip(SETTINGS.iter())
-        .map(|(p, s)| OSSL_PARAM {
-            key: s.key.as_ptr(),
-            data_type: OSSL_PARAM_UTF8_PTR,
-            data: (p as *mut *const c_char).cast(),
-            data_size: core::mem::size_of::<*const c_char>(),
-            return_size: OSSL_PARAM_UNMODIFIED,
-        })
+        .map(|(p, s)| utf8_ptr_request(s.key, p))
         .collect();
     req.push(END);
     // SAFETY: core function with our handle and a well-formed request array.
@@ -404,16 +409,7 @@ fn read_section(core: &Core) -> Vec<(&'static CStr, String)> {
 pub(super) fn read_core_string(core: &Core, key: &CStr) -> Option<String> {
     let get = core.get_params?;
     let mut value: *const c_char = core::ptr::null();
-    let mut req = [
-        OSSL_PARAM {
-            key: key.as_ptr(),
-            data_type: OSSL_PARAM_UTF8_PTR,
-            data: (&mut value as *mut *const c_char).cast(),
-            data_size: core::mem::size_of::<*const c_char>(),
-            return_size: OSSL_PARAM_UNMODIFIED,
-        },
-        END,
-    ];
+    let mut req = [utf8_ptr_request(key, &mut value), END];
     // SAFETY: core function with our handle and a well-formed request array.
     unsafe { get(core.handle, req.as_mut_ptr()) };
     // SAFETY: the core set it to NULL or to a string it owns.

@@ -63,11 +63,11 @@ pub fn record(kind: OpKind, path: Path, ok: bool) {
         euid_check();
     }
     bump(match (ok, kind, path) {
-        (false, OpKind::Private, _) => idx::PRIVATE_ERRORS,
+        (false, OpKind::Private | OpKind::PrivateBlinded, _) => idx::PRIVATE_ERRORS,
         (false, OpKind::Public, _) => idx::PUBLIC_ERRORS,
-        (true, OpKind::Private, Path::Inline) => idx::PRIVATE_INLINE,
+        (true, OpKind::Private | OpKind::PrivateBlinded, Path::Inline) => idx::PRIVATE_INLINE,
         (true, OpKind::Public, Path::Inline) => idx::PUBLIC_INLINE,
-        (true, OpKind::Private, Path::Offload) => idx::PRIVATE_OFFLOADED,
+        (true, OpKind::Private | OpKind::PrivateBlinded, Path::Offload) => idx::PRIVATE_OFFLOADED,
         (true, OpKind::Public, Path::Offload) => idx::PUBLIC_OFFLOADED,
     });
 }
@@ -84,6 +84,12 @@ pub fn note_queue_full() {
 pub fn note_fallback() {
     bump(idx::FALLBACKS);
 }
+/// An accelerator request failed and is redone on the CPU (also counted as a fallback).
+pub fn note_hpre_fault() {
+    bump(idx::HW_FAULTS);
+    bump(idx::FALLBACKS);
+}
+
 pub fn note_crt_fault() {
     bump(idx::CRT_FAULTS);
 }

@@ -18,7 +18,10 @@ pub mod idx {
     pub const CRT_FAULTS: usize = 10;
     pub const QUEUE_HIGH_WATER: usize = 11;
     pub const IN_FLIGHT: usize = 12;
-    pub const COUNT: usize = 13;
+    /// Accelerator requests that failed (error status, timeout, refused submit) and were
+    /// redone on the CPU.
+    pub const HW_FAULTS: usize = 13;
+    pub const COUNT: usize = 14;
 }
 
 /// Names of the slots (also the provider parameter names, with '-'; `kae-stat --json` uses
@@ -37,6 +40,7 @@ pub const NAMES: [&str; idx::COUNT] = [
     "crt-faults",
     "queue-high-water",
     "in-flight",
+    "hw-faults",
 ];
 
 /// The counters of a page: relaxed atomics, bumped by the process that owns the page.
@@ -80,7 +84,7 @@ pub const MAGIC: [u8; 8] = *b"KAESTAT\0";
 /// Magic of a page its process no longer uses (it moved to another uid's directory, or could
 /// not remove it at exit): skipped by readers, removed by `kae-stat`.
 pub const MOVED: [u8; 8] = *b"KAEMOVD\0";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 // The on-disk format: offsets readers rely on (a change here is a VERSION bump).
 const _: () = {
@@ -185,7 +189,7 @@ mod tests {
         bad[0] = b'X';
         assert!(parse_page(&bad).is_none(), "wrong magic is rejected");
         let mut bad = bytes.to_vec();
-        bad[8] = 2;
+        bad[8] = 1;
         assert!(parse_page(&bad).is_none(), "another version is rejected");
         assert!(parse_page(&bytes[..PAGE_SIZE - 1]).is_none(), "short");
     }
@@ -193,17 +197,19 @@ mod tests {
     /// The format as bytes, written by hand: what kae-stat of an earlier build reads.
     #[test]
     fn page_bytes_are_the_documented_format() {
-        assert_eq!(PAGE_SIZE, 176);
+        assert_eq!(PAGE_SIZE, 184);
         let mut b = vec![0u8; PAGE_SIZE];
         b[..8].copy_from_slice(b"KAESTAT\0");
-        b[8..12].copy_from_slice(&1u32.to_le_bytes());
+        b[8..12].copy_from_slice(&2u32.to_le_bytes());
         b[12..16].copy_from_slice(&4321u32.to_le_bytes());
         b[16..24].copy_from_slice(&99u64.to_le_bytes());
         b[24..28].copy_from_slice(b"hpre");
         b[72 + 8 * idx::ASYNC_PAUSES..][..8].copy_from_slice(&5u64.to_le_bytes());
+        b[176..184].copy_from_slice(&6u64.to_le_bytes()); // hw-faults, added in format 2
         let (pid, start, backend, s) = parse_page(&b).unwrap();
         assert_eq!((pid, start, backend.as_str()), (4321, 99, "hpre"));
         assert_eq!(s.get(idx::ASYNC_PAUSES), 5);
+        assert_eq!(s.get(idx::HW_FAULTS), 6);
         assert_eq!(s.errors() + s.private_ok() + s.public_ok(), 0);
     }
 

@@ -35,17 +35,41 @@ impl KeyState {
         self.get_or_make_in(std::process::id(), kind, make)
     }
 
+    /// [`get_or_make`](Self::get_or_make), where an existing state is kept only while `valid`
+    /// says so (e.g. a session of the backend's current initialisation); otherwise it is
+    /// replaced by a new one.
+    pub fn get_or_make_valid<T: Any + Send + Sync>(
+        &self,
+        kind: BackendKind,
+        valid: impl Fn(&T) -> bool,
+        make: impl FnOnce() -> KaeResult<T>,
+    ) -> KaeResult<Arc<T>> {
+        self.get_or_make_checked(std::process::id(), kind, valid, make)
+    }
+
     fn get_or_make_in<T: Any + Send + Sync>(
         &self,
         pid: u32,
         kind: BackendKind,
         make: impl FnOnce() -> KaeResult<T>,
     ) -> KaeResult<Arc<T>> {
+        self.get_or_make_checked(pid, kind, |_| true, make)
+    }
+
+    fn get_or_make_checked<T: Any + Send + Sync>(
+        &self,
+        pid: u32,
+        kind: BackendKind,
+        valid: impl Fn(&T) -> bool,
+        make: impl FnOnce() -> KaeResult<T>,
+    ) -> KaeResult<Arc<T>> {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(a) = slot.as_ref() {
             if a.pid == pid && a.kind == kind {
                 if let Ok(t) = Arc::clone(&a.state).downcast::<T>() {
-                    return Ok(t);
+                    if valid(&t) {
+                        return Ok(t);
+                    }
                 }
             }
         }

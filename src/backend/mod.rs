@@ -22,6 +22,10 @@ pub enum OpKind {
     Private,
     /// RSAEP / RSAVP1.
     Public,
+    /// Only the exponentiation y = x^d mod n of an input the caller already blinded
+    /// (`rsa::ops::prepare_private`); the caller checks the result with e and unblinds it
+    /// (`finish_private`), so a backend's result is never released unchecked.
+    PrivateBlinded,
 }
 
 /// One RSA exponentiation in flight. The request owns its key reference and buffers until it
@@ -54,6 +58,17 @@ impl Request {
     }
 }
 
+/// How a backend serves operations outside async jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Compute on the caller's thread (CPU arithmetic: a thread hop would only add cost).
+    Inline,
+    /// Submit to the queues and put the caller to sleep until the completion (hardware).
+    SubmitAndWait,
+    /// The backend's own blocking call on the caller's thread (`compute_direct`).
+    Direct,
+}
+
 /// Something that computes queued RSA requests.
 pub trait Backend: Send + Sync {
     /// Short name shown to operators ("cpu", "hpre").
@@ -80,6 +95,34 @@ pub trait Backend: Send + Sync {
     fn high_water(&self) -> usize {
         0
     }
+    /// Whether this backend takes `kind` for `key` now (a size it supports, a healthy
+    /// device). When it does not, the operation is computed on the CPU.
+    fn takes(&self, _key: &RsaKey, _kind: OpKind) -> bool {
+        true
+    }
+    /// True when private operations must reach this backend blinded (`PrivateBlinded`), with
+    /// the fault check and unblinding done by the caller on the CPU; false when the backend
+    /// runs the whole private operation with the CPU code (`Private`).
+    fn blinds_on_caller(&self) -> bool {
+        false
+    }
+    /// How operations outside async jobs are served.
+    fn sync_policy(&self) -> SyncPolicy {
+        SyncPolicy::Inline
+    }
+    /// Computes `req` on the calling thread with the backend's blocking call
+    /// (`SyncPolicy::Direct`); false when it cannot (the caller then uses the CPU).
+    fn compute_direct(&self, _req: &mut Request) -> bool {
+        false
+    }
+    /// For polled backends: how long the poller pauses after a poll that found nothing while
+    /// requests are in flight (None: yield only).
+    fn poll_pause(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// Called once the poller has stopped (nothing polls or submits any more): release what
+    /// the device library holds.
+    fn after_poller_stopped(&self) {}
 }
 
 /// Computes one request on the calling thread with libcrypto's constant-time arithmetic.
@@ -87,5 +130,8 @@ pub fn compute(req: &mut Request) {
     req.result = match req.kind {
         OpKind::Private => crate::rsa::ops::private_op(&req.key, &req.input, &mut req.output),
         OpKind::Public => crate::rsa::ops::public_op(&req.key, &req.input, &mut req.output),
+        OpKind::PrivateBlinded => {
+            crate::rsa::ops::exponentiate_blinded(&req.key, &req.input, &mut req.output)
+        }
     };
 }

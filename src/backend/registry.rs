@@ -67,13 +67,15 @@ pub enum Availability {
     Unusable(String),
 }
 
-/// Asks a backend whether it can run here. Cheap; starts nothing.
-pub fn probe(kind: BackendKind) -> Availability {
+/// Asks a backend whether it can run here with `cfg`. Starts no thread and touches no device:
+/// HPRE needs a usable device in sysfs and UADK's libraries.
+pub fn probe(kind: BackendKind, cfg: &crate::pool::PoolConfig) -> Availability {
     match kind {
         BackendKind::Cpu => Availability::Usable,
-        BackendKind::Hpre => {
-            Availability::Unusable("this build of kae has no HPRE backend yet".into())
-        }
+        BackendKind::Hpre => match crate::backend::hpre::usable_here(&cfg.hpre) {
+            Ok(()) => Availability::Usable,
+            Err(why) => Availability::Unusable(why),
+        },
         BackendKind::MultiBuffer => {
             Availability::Unusable("this build of kae has no multi-buffer backend yet".into())
         }
@@ -172,9 +174,9 @@ pub fn select_with(
     }
 }
 
-/// [`select_with`] with the real probes.
-pub fn select(choice: BackendChoice) -> Selection {
-    select_with(choice, probe)
+/// [`select_with`] with the real probes, for the `backend` setting of `cfg`.
+pub fn select(cfg: &crate::pool::PoolConfig) -> Selection {
+    select_with(cfg.backend, |k| probe(k, cfg))
 }
 
 #[cfg(test)]
@@ -225,10 +227,20 @@ mod tests {
 
     #[test]
     fn a_named_backend_that_cannot_run_falls_back_to_the_cpu_with_its_reason() {
-        let s = select(BackendChoice::Named(BackendKind::Hpre));
+        let mut cfg = crate::pool::PoolConfig {
+            backend: BackendChoice::Named(BackendKind::Hpre),
+            ..Default::default()
+        };
+        cfg.hpre.sysfs = "/nonexistent-kae-test".into();
+        let s = select(&cfg);
         assert_eq!(s.kind, BackendKind::Cpu);
-        assert!(s.fallback.as_deref().unwrap().contains("HPRE"));
-        let s = select(BackendChoice::Named(BackendKind::Cpu));
+        assert!(
+            s.fallback.as_deref().unwrap().contains("no HPRE device"),
+            "{:?}",
+            s.fallback
+        );
+        cfg.backend = BackendChoice::Named(BackendKind::Cpu);
+        let s = select(&cfg);
         assert_eq!((s.kind, s.fallback), (BackendKind::Cpu, None));
     }
 

@@ -22,7 +22,7 @@ pub use sleeper::Sleeper;
 pub use waiter::{Waiter, WaiterWake};
 
 use crate::backend::cpu::{ComputeFn, CpuBackend};
-use crate::backend::{self, Backend, OpKind, Request};
+use crate::backend::{self, Backend, OpKind, Request, SyncPolicy};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
 use crate::ffi::fork::ForkMutex;
@@ -73,6 +73,10 @@ pub struct PoolConfig {
     pub depth: usize,
     /// Whether private operations of ASYNC jobs go to the pool.
     pub async_mode: AsyncMode,
+    /// Refuse to load when a backend named in `backend` cannot run here.
+    pub strict: bool,
+    /// Settings of the HPRE backend.
+    pub hpre: crate::backend::hpre::settings::HpreConfig,
 }
 
 impl Default for PoolConfig {
@@ -84,6 +88,8 @@ impl Default for PoolConfig {
                 .unwrap_or(2),
             depth: 64,
             async_mode: AsyncMode::Auto,
+            strict: false,
+            hpre: Default::default(),
         }
     }
 }
@@ -252,6 +258,9 @@ impl Pool {
     /// sleeps (no CPU) when none are.
     fn poller_loop(&self) {
         self.poller_sleeper.register_current();
+        // Short pauses between polls should be short: 1 µs timer slack instead of 50 µs.
+        // SAFETY: prctl with an integer argument; affects this thread only.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
         let mut done: Vec<Request> = Vec::with_capacity(64);
         loop {
             // A panicking poll must not end the poller: every later completion would be lost.
@@ -275,7 +284,11 @@ impl Pool {
                 return;
             }
             if self.backend.in_flight() > 0 {
-                std::thread::yield_now();
+                // Hardware needs time: pause between empty polls instead of spinning.
+                match self.backend.poll_pause() {
+                    Some(d) if !d.is_zero() => std::thread::sleep(d),
+                    _ => std::thread::yield_now(),
+                }
                 continue;
             }
             self.poller_sleeper.sleep_unless(|| {
@@ -294,6 +307,7 @@ impl Pool {
         if let Some(h) = self.poller.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();
         }
+        self.backend.after_poller_stopped();
         self.completer.wake_all_slot_waiters();
     }
 
@@ -328,11 +342,13 @@ static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
 extern "C" fn before_fork() {
     START_LOCK.lock_for_fork();
     CURRENT.lock_for_fork();
+    crate::backend::hpre::session::lock_for_fork();
 }
 
 extern "C" fn after_fork_parent() {
     // SAFETY: this thread took both in `before_fork` and holds no guard.
     unsafe {
+        crate::backend::hpre::session::unlock_in_parent();
         CURRENT.unlock_in_parent();
         START_LOCK.unlock_in_parent();
     }
@@ -341,6 +357,7 @@ extern "C" fn after_fork_parent() {
 extern "C" fn after_fork_child() {
     // SAFETY: in the child right after fork; `before_fork` took both; no guard is alive.
     unsafe {
+        crate::backend::hpre::session::reset_in_child();
         CURRENT.reset_in_child();
         START_LOCK.reset_in_child();
     }
@@ -418,7 +435,7 @@ fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
         log::info!("forked child starts its own queue pool");
     }
     let cfg = config();
-    match Pool::start_cpu(&cfg, compute) {
+    match start_selected(&cfg, compute) {
         Ok(pool) => {
             log::info!(
                 "queue pool started: backend {}, {} queues × depth {}",
@@ -439,6 +456,26 @@ fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
     }
 }
 
+/// Starts the pool on the selected backend; a hardware backend that cannot start (library,
+/// init) is reported once and replaced by CPU workers.
+fn start_selected(cfg: &PoolConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
+    if selection().kind == BackendKind::Hpre {
+        match crate::backend::hpre::backend::start(&cfg.hpre) {
+            Ok(b) => return Pool::start_with(Box::new(b), Arc::new(Completer::new())),
+            Err(why) => {
+                stats::note_fallback();
+                crate::logging::warn_rate_limited(
+                    "hpre-start",
+                    format_args!(
+                        "the HPRE backend did not start ({why}); CPU workers take its place"
+                    ),
+                );
+            }
+        }
+    }
+    Pool::start_cpu(cfg, compute)
+}
+
 /// This process's pool, if it runs (a clone taken under the lock).
 fn running_in(pid: u32) -> Option<Arc<Pool>> {
     CURRENT.lock().as_ref().filter(|p| p.pid == pid).cloned()
@@ -446,7 +483,18 @@ fn running_in(pid: u32) -> Option<Arc<Pool>> {
 
 /// The backend the configuration selects here, and why (see `backend::registry`).
 pub fn selection() -> crate::backend::registry::Selection {
-    crate::backend::registry::select(config().backend)
+    // Probing reads sysfs and loads libraries: once per process (a forked child decides again).
+    static CACHE: Mutex<Option<(u32, crate::backend::registry::Selection)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    match c.as_ref() {
+        Some((p, s)) if *p == pid => s.clone(),
+        _ => {
+            let s = crate::backend::registry::select(&config());
+            *c = Some((pid, s.clone()));
+            s
+        }
+    }
 }
 
 /// What operators see as the active backend: the running pool's, else the selected one (sync
@@ -477,16 +525,144 @@ pub fn public_op(key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<(
 }
 
 fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
-    if kind == OpKind::Private {
-        // The job check first: it is a thread-local read, the decision needs getpid().
-        if let Some(job) = AsyncJob::current().filter(|_| offload_async_jobs()) {
-            if let Some(pool) = current() {
-                return run_async(&pool, &job, kind, key, input, out);
+    // The job check first: it is a thread-local read, the decisions need getpid().
+    let job = AsyncJob::current();
+    // Public operations are cheap on the CPU: they leave it only for hardware.
+    let hardware = || selection().kind == BackendKind::Hpre;
+    match &job {
+        Some(job) => {
+            if (kind == OpKind::Private || hardware()) && offload_async_jobs() {
+                match current() {
+                    Some(pool) if pool.takes(key, kind) => {
+                        return offload(&pool, How::Job(job), kind, key, input, out)
+                    }
+                    Some(_) => {}
+                    None => stats::note_fallback(),
+                }
             }
-            stats::note_fallback();
         }
+        None if hardware() => {
+            if let Some(pool) = current() {
+                let how = match pool.backend.sync_policy() {
+                    SyncPolicy::Inline => None,
+                    SyncPolicy::SubmitAndWait => Some(How::Block),
+                    SyncPolicy::Direct => Some(How::Direct),
+                };
+                if let Some(how) = how.filter(|_| pool.takes(key, kind)) {
+                    return offload(&pool, how, kind, key, input, out);
+                }
+            }
+        }
+        None => {}
     }
     inline(kind, key, input, out)
+}
+
+/// How an offloaded operation waits for its result.
+enum How<'a> {
+    /// Pause the ASYNC job.
+    Job(&'a AsyncJob),
+    /// Sleep the calling thread (sync operations on hardware).
+    Block,
+    /// The backend's own blocking call on this thread.
+    Direct,
+}
+
+impl Pool {
+    /// Whether the backend takes this operation for this key now (what it receives).
+    fn takes(&self, key: &RsaKey, kind: OpKind) -> bool {
+        self.backend.takes(key, self.wire_kind(kind))
+    }
+
+    /// What the backend receives for `kind`: private operations arrive blinded at backends
+    /// whose results the caller checks.
+    fn wire_kind(&self, kind: OpKind) -> OpKind {
+        if kind == OpKind::Private && self.backend.blinds_on_caller() {
+            OpKind::PrivateBlinded
+        } else {
+            kind
+        }
+    }
+}
+
+/// Runs `kind` on the pool's backend. For backends that take blinded input the private
+/// operation is split: prepare (checks, blinding) here, the exponentiation on the backend,
+/// finish (fault check with e, unblinding) here again; a failed backend request is redone on
+/// the CPU, so the application never sees a device error.
+fn offload(
+    pool: &Pool,
+    how: How<'_>,
+    kind: OpKind,
+    key: &Arc<RsaKey>,
+    input: &[u8],
+    out: &mut [u8],
+) -> KaeResult<()> {
+    let wire = pool.wire_kind(kind);
+    if wire != OpKind::PrivateBlinded {
+        let r = dispatch(pool, &how, kind, key, input, out);
+        if r.is_err() && pool.backend.blinds_on_caller() {
+            // A hardware failure: the CPU answers instead.
+            stats::note_fallback();
+            return inline(kind, key, input, out);
+        }
+        return r;
+    }
+    let job = crate::rsa::ops::prepare_private(key, input, out.len())?;
+    let k = key.size();
+    let mut xb = zeroize::Zeroizing::new(vec![0u8; k]);
+    crate::rsa::ct_limbs::write_be(job.blinded(), &mut xb);
+    let mut y = zeroize::Zeroizing::new(vec![0u8; k]);
+    let y = match dispatch(pool, &how, wire, key, &xb, &mut y) {
+        Ok(()) => Some(crate::rsa::ops::limbs_from_be(key, &y)?),
+        Err(_) => {
+            stats::note_fallback();
+            None
+        }
+    };
+    let path = if y.is_some() {
+        stats::Path::Offload
+    } else {
+        stats::Path::Inline
+    };
+    let r = crate::rsa::ops::finish_private(key, job, y, out);
+    stats::record(kind, path, r.is_ok());
+    r
+}
+
+fn dispatch(
+    pool: &Pool,
+    how: &How<'_>,
+    kind: OpKind,
+    key: &Arc<RsaKey>,
+    input: &[u8],
+    out: &mut [u8],
+) -> KaeResult<()> {
+    match how {
+        How::Job(job) => run_async(pool, job, kind, key, input, out),
+        How::Block => {
+            let r = run_blocking(pool, kind, key, input, out);
+            if kind != OpKind::PrivateBlinded {
+                stats::record(kind, stats::Path::Offload, r.is_ok());
+            }
+            r
+        }
+        How::Direct => {
+            let waiter = Arc::new(Waiter::new(None));
+            let mut req = Request::new(kind, key.clone(), input, waiter);
+            if !pool.backend.compute_direct(&mut req) {
+                return Err(KaeError::BackendFailure);
+            }
+            req.result?;
+            if out.len() != req.output.len() {
+                return Err(KaeError::BufferTooSmall);
+            }
+            out.copy_from_slice(&req.output);
+            if kind != OpKind::PrivateBlinded {
+                stats::record(kind, stats::Path::Offload, true);
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Per-process answer of `offload_async_jobs`: 0 = not decided yet, else `pid << 1 | answer`.
@@ -526,6 +702,8 @@ fn inline(kind: OpKind, key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult
     let r = match kind {
         OpKind::Private => crate::rsa::ops::private_op(key, input, out),
         OpKind::Public => crate::rsa::ops::public_op(key, input, out),
+        // Counted once by `offload`, which finishes it.
+        OpKind::PrivateBlinded => return crate::rsa::ops::exponentiate_blinded(key, input, out),
     };
     stats::record(kind, stats::Path::Inline, r.is_ok());
     r
@@ -609,7 +787,9 @@ fn run_async(
         // Failed because the pool shut down under it (queued requests are cancelled).
         return fall_back(pool, &waiter, false, kind, key, input, out);
     }
-    stats::record(kind, stats::Path::Offload, result.is_ok());
+    if kind != OpKind::PrivateBlinded {
+        stats::record(kind, stats::Path::Offload, result.is_ok());
+    }
     result?;
     out.copy_from_slice(&output);
     Ok(())

@@ -7,6 +7,7 @@
 //! chosen log target) whatever the log level, naming the key or variable, the value and what is
 //! accepted; a bad value refuses the load, an unknown key is warned about.
 
+use crate::backend::hpre::settings::{valid_library, SyncMode};
 use crate::error::KaeError;
 use crate::ffi::params::END;
 use crate::ffi::sys::*;
@@ -56,7 +57,7 @@ pub struct Setting {
 }
 
 /// Every key kae reads from its config section.
-pub const SETTINGS: [Setting; 7] = [
+pub const SETTINGS: [Setting; 16] = [
     Setting {
         key: KAE_CONF_LOG_LEVEL,
         env: "KAE_LOG",
@@ -91,6 +92,51 @@ pub const SETTINGS: [Setting; 7] = [
         key: KAE_CONF_ASYNC,
         env: "KAE_ASYNC",
         accepted: "auto, yes or no (also 1/0, on/off, true/false)",
+    },
+    Setting {
+        key: KAE_CONF_STRICT,
+        env: "KAE_STRICT",
+        accepted: "yes or no (also 1/0, on/off, true/false)",
+    },
+    Setting {
+        key: KAE_CONF_UADK_LIB,
+        env: "KAE_UADK_LIB",
+        accepted: "a library file name (libwd.so.2) or an absolute path",
+    },
+    Setting {
+        key: KAE_CONF_UADK_CRYPTO_LIB,
+        env: "KAE_UADK_CRYPTO_LIB",
+        accepted: "a library file name (libwd_crypto.so.2) or an absolute path",
+    },
+    Setting {
+        key: KAE_CONF_HPRE_SYSFS,
+        env: "KAE_HPRE_SYSFS",
+        accepted: "an absolute directory path (/sys/class/uacce)",
+    },
+    Setting {
+        key: KAE_CONF_HPRE_QUEUES,
+        env: "KAE_HPRE_QUEUES",
+        accepted: "a whole number from 1 to 64",
+    },
+    Setting {
+        key: KAE_CONF_HPRE_SYNC,
+        env: "KAE_HPRE_SYNC",
+        accepted: "queue or direct",
+    },
+    Setting {
+        key: KAE_CONF_HPRE_SYNC_QUEUES,
+        env: "KAE_HPRE_SYNC_QUEUES",
+        accepted: "a whole number from 1 to 64",
+    },
+    Setting {
+        key: KAE_CONF_HPRE_TIMEOUT_MS,
+        env: "KAE_HPRE_TIMEOUT_MS",
+        accepted: "a whole number of milliseconds from 1 to 600000",
+    },
+    Setting {
+        key: KAE_CONF_HPRE_POLL_US,
+        env: "KAE_HPRE_POLL_US",
+        accepted: "a whole number of microseconds from 0 to 10000",
     },
 ];
 
@@ -172,6 +218,27 @@ fn apply(cfg: &mut Config, key: &CStr, v: &str) -> Option<()> {
         cfg.pool.depth = whole_number(v, 1..=65536)? as usize;
     } else if key == KAE_CONF_ASYNC {
         cfg.pool.async_mode = crate::pool::AsyncMode::parse(v)?;
+    } else if key == KAE_CONF_STRICT {
+        cfg.pool.strict = parse_bool(v)?;
+    } else if key == KAE_CONF_UADK_LIB {
+        valid_library(v).then_some(())?;
+        cfg.pool.hpre.wd_lib = v.trim().to_owned();
+    } else if key == KAE_CONF_UADK_CRYPTO_LIB {
+        valid_library(v).then_some(())?;
+        cfg.pool.hpre.crypto_lib = v.trim().to_owned();
+    } else if key == KAE_CONF_HPRE_SYSFS {
+        v.trim().starts_with('/').then_some(())?;
+        cfg.pool.hpre.sysfs = v.trim().into();
+    } else if key == KAE_CONF_HPRE_QUEUES {
+        cfg.pool.hpre.queues = whole_number(v, 1..=64)? as u32;
+    } else if key == KAE_CONF_HPRE_SYNC {
+        cfg.pool.hpre.sync = SyncMode::parse(v)?;
+    } else if key == KAE_CONF_HPRE_SYNC_QUEUES {
+        cfg.pool.hpre.sync_queues = whole_number(v, 1..=64)? as u32;
+    } else if key == KAE_CONF_HPRE_TIMEOUT_MS {
+        cfg.pool.hpre.timeout_ms = whole_number(v, 1..=600_000)?;
+    } else if key == KAE_CONF_HPRE_POLL_US {
+        cfg.pool.hpre.poll_us = whole_number(v, 0..=10_000)?;
     } else if key == KAE_CONF_LOG_LEVEL {
         crate::logging::parse_level(v)?;
         cfg.log_level = Some(v.to_owned());

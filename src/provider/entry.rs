@@ -101,7 +101,22 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 );
                 return Err(crate::ffi::core::Failure::with(KaeError::InvalidParam, why));
             }
-            let selection = crate::backend::registry::select(config.pool.backend);
+            let selection = crate::backend::registry::select(&config.pool);
+            if let Some(why) = selection.fallback.as_ref().filter(|_| config.pool.strict) {
+                let text = format!(
+                    "backend = {} and strict = yes, but {why}",
+                    config.pool.backend.name()
+                );
+                crate::logging::config_diagnostic(
+                    &format!("kae: error: {text}; kae is NOT loaded"),
+                    true,
+                    config.log_target.as_deref() == Some("syslog"),
+                );
+                return Err(crate::ffi::core::Failure::with(
+                    KaeError::InvalidParam,
+                    text,
+                ));
+            }
             if let Some(why) = &selection.fallback {
                 // Said once, at start-up, where the operator looks; counted as a fallback.
                 crate::stats::note_fallback();

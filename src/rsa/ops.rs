@@ -166,6 +166,35 @@ pub fn exponentiate_cpu(key: &RsaKey, job: &PrivateJob) -> KaeResult<Limbs> {
     }
 }
 
+/// Step 2 on the CPU for an input blinded on another thread (a request of
+/// `OpKind::PrivateBlinded`): `xb` and `out` are big-endian of the modulus size.
+pub fn exponentiate_blinded(key: &RsaKey, xb: &[u8], out: &mut [u8]) -> KaeResult<()> {
+    if xb.len() != key.size() || out.len() != key.size() {
+        return Err(KaeError::BufferTooSmall);
+    }
+    let ctx = key.bn_ctx()?;
+    let x = limbs_from_be(key, xb)?;
+    let y = match &key.mont()?.crt {
+        Some(crt) => crt_exp(key, &x, crt, &ctx)?,
+        None => exp_with_d(key, &x, &ctx)?,
+    };
+    ct_limbs::write_be(&y, out);
+    Ok(())
+}
+
+/// A big-endian value of the modulus size as limbs of n's width, in constant time.
+pub fn limbs_from_be(key: &RsaKey, be: &[u8]) -> KaeResult<Limbs> {
+    let width = key.mont()?.ln.width();
+    if be.len() != key.size() || be.len().div_ceil(8) != width {
+        return Err(KaeError::InvalidLength);
+    }
+    let mut le = zeroize::Zeroizing::new(vec![0u8; width * 8]);
+    for (d, s) in le.iter_mut().zip(be.iter().rev()) {
+        *d = *s;
+    }
+    Ok(ct_limbs::from_le_bytes(&le))
+}
+
 /// Steps 3 and 4, always on the CPU whoever exponentiated: the fault check with e (in
 /// constant time; only its declassified outcome drives a branch), then unblinding and the
 /// fixed-length copy out. `y` is the backend's result, or `None` when the backend failed: the

@@ -1,0 +1,545 @@
+//! The HPRE backend: requests go to UADK's async queues (`wd_do_rsa_async`), the pool's
+//! poller fetches completions (`wd_rsa_poll`), and UADK's callback hands each finished request
+//! back. Private requests arrive blinded (`OpKind::PrivateBlinded`): the caller checks every
+//! result with e and unblinds it on the CPU, and a request that fails here (error status,
+//! timeout, isolated device, refused submit) completes with an error that the caller redoes
+//! on the CPU, so the application never sees a hardware error.
+//!
+//! Buffers handed to the device (`src`, `dst`) live in a heap `InFlight` until UADK's callback
+//! for that request has run, also when the job that asked for it is gone, and also after a
+//! timeout: a request that timed out is failed over to the CPU at once, but its buffers stay
+//! until the (late) callback or until UADK is torn down.
+
+use super::abi::*;
+use super::session::{self, KeySession};
+use super::settings::{HpreConfig, SyncMode};
+use super::uadk::{self, Uadk};
+use crate::backend::registry::BackendKind;
+use crate::backend::{Backend, OpKind, Request, SyncPolicy};
+use crate::error::KaeError;
+use crate::rsa::RsaKey;
+use core::ffi::c_void;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use zeroize::Zeroizing;
+
+/// How long the backend rests after a device error before taking requests again.
+const REST_AFTER_FAULT: Duration = Duration::from_secs(1);
+
+/// A request UADK holds. Owned through the raw pointer given as `cb_param` from submission
+/// until the callback (or, after a timeout, until a late callback or teardown).
+struct InFlight {
+    id: u64,
+    shared: Arc<Shared>,
+    /// Taken by the callback or by the timeout, whichever comes first.
+    req: Option<Request>,
+    src: Zeroizing<Vec<u8>>,
+    dst: Zeroizing<Vec<u8>>,
+    _session: Arc<KeySession>,
+}
+
+/// The raw pointer of a boxed `InFlight`, as an integer (it crosses threads through the
+/// pending table; only the poller thread and the submitter that made it dereference it).
+#[derive(Clone, Copy)]
+struct InFlightPtr(usize);
+
+struct Shared {
+    /// Submitted requests without a callback yet: id → (pointer, submission time).
+    pending: Mutex<HashMap<u64, (InFlightPtr, Instant)>>,
+    /// Requests that timed out (failed over already) whose buffers UADK may still write.
+    zombies: Mutex<Vec<InFlightPtr>>,
+    /// Finished requests for the next `poll` to hand to the pool.
+    done: Mutex<Vec<Request>>,
+    next_id: AtomicU64,
+    /// Accepted and not yet handed back by `poll`.
+    in_flight: AtomicUsize,
+    high_water: AtomicUsize,
+    stop: AtomicBool,
+    /// No new request until then (after a device error or an isolated device).
+    resting_until: Mutex<Option<Instant>>,
+    last_scan: Mutex<Instant>,
+    timeout: Duration,
+    sysfs: std::path::PathBuf,
+}
+
+pub struct HpreBackend {
+    uadk: &'static Uadk,
+    shared: Arc<Shared>,
+    cfg: HpreConfig,
+    generation: u64,
+}
+
+/// Why the backend could not start.
+pub fn start(cfg: &HpreConfig) -> Result<HpreBackend, String> {
+    let uadk = uadk::load(&cfg.wd_lib, &cfg.crypto_lib)?;
+    let generation = session::begin_generation(|| uadk.init(cfg.queues, cfg.sync_queues))
+        .map_err(|rc| format!("wd_rsa_init2_ failed ({})", describe(rc)))?;
+    if uadk.simulator {
+        log::warn!(
+            "{} is kae's UADK simulator (tests only), not UADK",
+            uadk.crypto_lib
+        );
+    }
+    Ok(HpreBackend {
+        uadk,
+        shared: Arc::new(Shared {
+            pending: Mutex::new(HashMap::new()),
+            zombies: Mutex::new(Vec::new()),
+            done: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+            in_flight: AtomicUsize::new(0),
+            high_water: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            resting_until: Mutex::new(None),
+            last_scan: Mutex::new(Instant::now()),
+            timeout: Duration::from_millis(cfg.timeout_ms),
+            sysfs: cfg.sysfs.clone(),
+        }),
+        cfg: cfg.clone(),
+        generation,
+    })
+}
+
+/// A UADK return code in words.
+fn describe(rc: i32) -> String {
+    let name = match -rc {
+        err::EIO => "EIO",
+        err::EAGAIN => "EAGAIN",
+        err::ENOMEM => "ENOMEM",
+        err::EBUSY => "EBUSY",
+        err::EEXIST => "EEXIST: UADK is already initialised in this process",
+        err::ENODEV => "ENODEV: no usable device",
+        err::EINVAL => "EINVAL",
+        err::ETIMEDOUT => "ETIMEDOUT",
+        _ => "error",
+    };
+    format!("{rc}, {name}")
+}
+
+impl Shared {
+    fn resting(&self) -> bool {
+        let mut r = self.resting_until.lock().unwrap_or_else(|e| e.into_inner());
+        match *r {
+            Some(t) if Instant::now() < t => true,
+            Some(_) => {
+                // Rest over: take work again only if some device is usable.
+                let usable = super::discovery::scan(&self.sysfs)
+                    .iter()
+                    .any(|d| d.unusable_because().is_none());
+                if usable {
+                    *r = None;
+                    log::info!("HPRE takes requests again");
+                    false
+                } else {
+                    *r = Some(Instant::now() + REST_AFTER_FAULT);
+                    true
+                }
+            }
+            None => false,
+        }
+    }
+
+    /// A device error: fail over to the CPU for a while (rate-limited log).
+    fn fault(&self, what: std::fmt::Arguments<'_>) {
+        crate::stats::note_hpre_fault();
+        *self.resting_until.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(Instant::now() + REST_AFTER_FAULT);
+        crate::logging::warn_rate_limited(
+            "hpre-fault",
+            format_args!("HPRE: {what}; the request is redone on the CPU and HPRE rests for 1 s"),
+        );
+    }
+
+    fn finish(&self, mut req: Request, result: Result<(), KaeError>) {
+        req.result = result;
+        self.done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(req);
+    }
+
+    /// Fails over every request older than the timeout (their buffers become zombies).
+    fn scan_timeouts(&self, force_all: bool) {
+        let now = Instant::now();
+        {
+            let mut last = self.last_scan.lock().unwrap_or_else(|e| e.into_inner());
+            if !force_all && now.duration_since(*last) < self.timeout.min(Duration::from_millis(10))
+            {
+                return;
+            }
+            *last = now;
+        }
+        let expired: Vec<InFlightPtr> = {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let ids: Vec<u64> = pending
+                .iter()
+                .filter(|(_, (_, t))| force_all || now.duration_since(*t) >= self.timeout)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter()
+                .filter_map(|id| pending.remove(id))
+                .map(|(p, _)| p)
+                .collect()
+        };
+        if expired.is_empty() {
+            return;
+        }
+        if !force_all {
+            self.fault(format_args!(
+                "{} request(s) got no completion within {} ms",
+                expired.len(),
+                self.timeout.as_millis()
+            ));
+        }
+        for p in &expired {
+            let ptr = p.0 as *mut InFlight;
+            // SAFETY: removed from `pending` just now by us, so the callback (which removes
+            // first) will not take its request; the box stays allocated (a zombie). Only the
+            // `req` field is borrowed: a late callback on the poller thread reads `id` and
+            // `shared` only.
+            let req = unsafe { (*ptr).req.take() };
+            if let Some(req) = req {
+                self.finish(req, Err(KaeError::BackendFailure));
+            }
+        }
+        self.zombies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(expired);
+    }
+}
+
+/// UADK's completion callback, on the polling thread, with the library's copy of the request.
+unsafe extern "C" fn on_complete(copy: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: UADK passes its copy of our wd_rsa_req, valid during the callback.
+        let r = unsafe { &*(copy as *const wd_rsa_req) };
+        let ptr = r.cb_param as usize;
+        if ptr == 0 {
+            return;
+        }
+        // SAFETY: cb_param is the pointer of a boxed InFlight we submitted; it is freed only
+        // here or at teardown (after UADK stopped), so it is alive.
+        // Field by field: a shutdown's timeout scan may be taking `req` meanwhile.
+        let (id, shared) = unsafe {
+            let f = ptr as *const InFlight;
+            ((*f).id, (*f).shared.clone())
+        };
+        let ours = shared
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+            .is_some();
+        if !ours {
+            // Timed out earlier (already redone on the CPU): the device is done with the
+            // buffers now, so the zombie can go.
+            let mut z = shared.zombies.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = z.iter().position(|p| p.0 == ptr) {
+                z.swap_remove(i);
+                // SAFETY: a zombie is owned by the zombie list, which we just left.
+                drop(unsafe { Box::from_raw(ptr as *mut InFlight) });
+            }
+            return;
+        }
+        // SAFETY: removed from `pending` by us: we own the box now.
+        let mut inflight = unsafe { Box::from_raw(ptr as *mut InFlight) };
+        let Some(mut req) = inflight.req.take() else {
+            return;
+        };
+        let status = r.status;
+        let ok = status == 0 && r.dst_bytes as usize == inflight.dst.len();
+        if ok {
+            req.output.copy_from_slice(&inflight.dst);
+            shared.finish(req, Ok(()));
+        } else {
+            shared.fault(format_args!("a request completed with status {status}"));
+            shared.finish(req, Err(KaeError::BackendFailure));
+        }
+    });
+}
+
+impl HpreBackend {
+    /// The key's session in this generation (made at first use; `CpuOnly` for keys HPRE
+    /// cannot take).
+    fn session(&self, key: &RsaKey) -> Option<Arc<KeySession>> {
+        let s = key
+            .backend_state
+            .get_or_make_valid(
+                BackendKind::Hpre,
+                |s: &KeySession| match s {
+                    KeySession::Ready(s) => s.generation() == self.generation,
+                    KeySession::CpuOnly(_) => true,
+                },
+                || Ok(session::make(self.uadk, self.generation, key)),
+            )
+            .ok()?;
+        match &*s {
+            KeySession::Ready(_) => Some(s),
+            KeySession::CpuOnly(why) => {
+                log::debug!("HPRE: a {}-bit key stays on the CPU: {why}", key.bits());
+                None
+            }
+        }
+    }
+
+    fn op_type(kind: OpKind) -> Option<u8> {
+        match kind {
+            OpKind::PrivateBlinded => Some(WD_RSA_SIGN),
+            OpKind::Public => Some(WD_RSA_VERIFY),
+            OpKind::Private => None, // HPRE never gets unblinded private work
+        }
+    }
+
+    /// `wd_do_rsa_sync` on the calling thread (`hpre-sync = direct`).
+    fn run_direct(&self, req: &mut Request) -> bool {
+        let Some(op) = Self::op_type(req.kind) else {
+            return false;
+        };
+        let Some(ks) = self.session(&req.key) else {
+            return false;
+        };
+        let KeySession::Ready(s) = &*ks else {
+            return false;
+        };
+        let k = s.key_bytes();
+        let mut src = Zeroizing::new(vec![0u8; k]);
+        src[k - req.input.len().min(k)..].copy_from_slice(&req.input[..req.input.len().min(k)]);
+        let mut dst = Zeroizing::new(vec![0u8; k]);
+        let mut wreq = wd_rsa_req {
+            src: src.as_mut_ptr().cast(),
+            dst: dst.as_mut_ptr().cast(),
+            src_bytes: k as u32,
+            dst_bytes: k as u32,
+            cb: None,
+            cb_param: core::ptr::null_mut(),
+            status: 0,
+            data_fmt: 0,
+            op_type: op,
+        };
+        let do_sync = self.uadk.do_sync;
+        // SAFETY: a live session of this generation and a request whose buffers outlive the
+        // synchronous call.
+        let rc = s.with_handle(|h| unsafe { do_sync(h, &mut wreq) });
+        if rc == 0 && wreq.status == 0 && wreq.dst_bytes as usize == k {
+            req.output.copy_from_slice(&dst);
+            req.result = Ok(());
+        } else {
+            self.shared.fault(format_args!(
+                "a sync request failed ({}, status {})",
+                describe(rc),
+                wreq.status
+            ));
+            req.result = Err(KaeError::BackendFailure);
+        }
+        true
+    }
+}
+
+impl Backend for HpreBackend {
+    fn name(&self) -> &'static str {
+        BackendKind::Hpre.name()
+    }
+
+    fn takes(&self, key: &RsaKey, kind: OpKind) -> bool {
+        Self::op_type(kind).is_some()
+            && !self.shared.stop.load(Ordering::Acquire)
+            && session::unsuitable(key).is_none()
+            && !self.shared.resting()
+    }
+
+    fn blinds_on_caller(&self) -> bool {
+        true
+    }
+
+    fn sync_policy(&self) -> SyncPolicy {
+        match self.cfg.sync {
+            SyncMode::Queue => SyncPolicy::SubmitAndWait,
+            SyncMode::Direct => SyncPolicy::Direct,
+        }
+    }
+
+    fn compute_direct(&self, req: &mut Request) -> bool {
+        self.run_direct(req)
+    }
+
+    fn submit(&self, req: Request) -> Result<(), Request> {
+        let Some(op) = Self::op_type(req.kind) else {
+            return Err(req);
+        };
+        let Some(session) = self.session(&req.key) else {
+            // Cannot happen after `takes`, unless UADK refused the key: fail over.
+            self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+            self.shared.finish(req, Err(KaeError::BackendFailure));
+            return Ok(());
+        };
+        let KeySession::Ready(s) = &*session else {
+            return Err(req);
+        };
+        let k = s.key_bytes();
+        if req.input.len() != k || req.output.len() != k {
+            self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+            self.shared.finish(req, Err(KaeError::BufferTooSmall));
+            return Ok(());
+        }
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut boxed = Box::new(InFlight {
+            id,
+            shared: self.shared.clone(),
+            src: Zeroizing::new(req.input.to_vec()),
+            dst: Zeroizing::new(vec![0u8; k]),
+            req: Some(req),
+            _session: session.clone(),
+        });
+        let mut wreq = wd_rsa_req {
+            src: boxed.src.as_mut_ptr().cast(),
+            dst: boxed.dst.as_mut_ptr().cast(),
+            src_bytes: k as u32,
+            dst_bytes: k as u32,
+            cb: Some(on_complete),
+            cb_param: core::ptr::null_mut(),
+            status: 0,
+            data_fmt: 0,
+            op_type: op,
+        };
+        let ptr = Box::into_raw(boxed);
+        wreq.cb_param = ptr.cast();
+        {
+            // Registered before UADK sees it (the callback may run before do_async returns);
+            // `stop` is checked under the same lock shutdown drains under.
+            let mut pending = self
+                .shared
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if self.shared.stop.load(Ordering::Acquire) {
+                drop(pending);
+                // SAFETY: never given to UADK: still ours.
+                let mut b = unsafe { Box::from_raw(ptr) };
+                return Err(b.req.take().expect("request present"));
+            }
+            pending.insert(id, (InFlightPtr(ptr as usize), Instant::now()));
+        }
+        let n = self.shared.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+        self.shared.high_water.fetch_max(n, Ordering::Relaxed);
+        crate::stats::in_flight_add(1);
+        let do_async = self.uadk.do_async;
+        // SAFETY: a live session of this generation; the request's buffers and cb_param are
+        // kept alive by the box until the callback (or teardown).
+        let rc = s.with_handle(|h| unsafe { do_async(h, &mut wreq) });
+        if rc == 0 {
+            return Ok(());
+        }
+        // Not accepted: take it back (unless a timeout scan already failed it over).
+        let ours = self
+            .shared
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+            .is_some();
+        self.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+        crate::stats::in_flight_sub(1);
+        if !ours {
+            // Failed over by a timeout scan meanwhile; its result is on the done list.
+            return Ok(());
+        }
+        // SAFETY: UADK refused it and it left `pending` by our hand: ours again.
+        let mut b = unsafe { Box::from_raw(ptr) };
+        let req = b.req.take().expect("request present");
+        if rc == -err::EBUSY {
+            return Err(req); // queues full: the pool waits for a slot
+        }
+        self.shared.fault(format_args!(
+            "wd_do_rsa_async refused a request ({})",
+            describe(rc)
+        ));
+        self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.shared.finish(req, Err(KaeError::BackendFailure));
+        Ok(())
+    }
+
+    fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
+        let mut count = 0u32;
+        if !self
+            .shared
+            .pending
+            .lock()
+            .map(|p| p.is_empty())
+            .unwrap_or(true)
+        {
+            // SAFETY: UADK's poll on this (initialised) generation, from the poller thread only.
+            unsafe { (self.uadk.poll)(max.min(u32::MAX as usize) as u32, &mut count) };
+        }
+        self.shared.scan_timeouts(false);
+        let mut done = self.shared.done.lock().unwrap_or_else(|e| e.into_inner());
+        let n = done.len();
+        out.append(&mut done);
+        drop(done);
+        if n > 0 {
+            self.shared.in_flight.fetch_sub(n, Ordering::AcqRel);
+        }
+        n
+    }
+
+    fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::Acquire)
+    }
+
+    fn needs_polling(&self) -> bool {
+        true
+    }
+
+    fn poll_pause(&self) -> Option<Duration> {
+        Some(Duration::from_micros(self.cfg.poll_us))
+    }
+
+    fn shutdown(&self) {
+        {
+            let _pending = self
+                .shared
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            self.shared.stop.store(true, Ordering::Release);
+        }
+        // The poller still runs: give the device the timeout to finish what it holds, then
+        // fail the rest over (their buffers stay until UADK is torn down).
+        let until = Instant::now() + self.shared.timeout;
+        while Instant::now() < until
+            && !self
+                .shared
+                .pending
+                .lock()
+                .map(|p| p.is_empty())
+                .unwrap_or(true)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.shared.scan_timeouts(true);
+    }
+
+    fn after_poller_stopped(&self) {
+        let uninit = self.uadk.uninit2;
+        // SAFETY: nothing polls any more and nothing is submitted: UADK may go.
+        session::end_generation(self.generation, || unsafe { uninit() });
+        // UADK stopped: nothing writes into the zombies' buffers any more.
+        let zombies = std::mem::take(
+            &mut *self
+                .shared
+                .zombies
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for p in zombies {
+            // SAFETY: owned by the zombie list (taken out above); the device is gone.
+            drop(unsafe { Box::from_raw(p.0 as *mut InFlight) });
+        }
+    }
+
+    fn high_water(&self) -> usize {
+        self.shared.high_water.load(Ordering::Relaxed)
+    }
+}

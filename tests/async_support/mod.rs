@@ -657,7 +657,7 @@ pub fn raw_pkey_sign(ctx: *mut EVP_PKEY_CTX, siglen: usize, tbs: &[u8]) -> JobRe
 // kae counters (provider parameters)
 // ---------------------------------------------------------------------------------------------
 
-pub const COUNTER_NAMES: [&str; 12] = [
+pub const COUNTER_NAMES: [&str; 13] = [
     "ops-private-inline",
     "ops-private-offloaded",
     "ops-public-inline",
@@ -670,6 +670,7 @@ pub const COUNTER_NAMES: [&str; 12] = [
     "crt-faults",
     "queue-high-water",
     "in-flight",
+    "hw-faults",
 ];
 
 /// kae's counters and backend, as reported by `OSSL_PROVIDER_get_params`.
@@ -699,7 +700,7 @@ pub fn counters(prov: *const OSSL_PROVIDER) -> Counters {
         .iter()
         .map(|n| std::ffi::CString::new(*n).unwrap())
         .collect();
-    let mut vals = [0u64; 12];
+    let mut vals = [0u64; COUNTER_NAMES.len()];
     let mut backend: *const c_char = ptr::null();
     let mut params: Vec<OSSL_PARAM> = names
         .iter()

@@ -32,6 +32,8 @@
 #![allow(dead_code)]
 
 pub mod ffi;
+/// The UADK simulator (hpre-sim): its library, a fake sysfs tree, its counters.
+pub mod hpre_sim;
 
 mod asym_cipher;
 mod core_version;

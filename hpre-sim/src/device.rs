@@ -226,7 +226,9 @@ pub unsafe fn run_op(
     // SAFETY: the caller guarantees `src` is readable for `len` bytes.
     let input = unsafe { core::slice::from_raw_parts(src, len) }.to_vec();
     let r = if compute {
-        math::compute(op, &lock(key), &input, len)
+        // A snapshot, so that submissions on the same session do not wait for the arithmetic.
+        let key = lock(key).clone();
+        math::compute(op, &key, &input, len)
     } else {
         Ok(math::echo(&input))
     };

@@ -93,7 +93,7 @@ mod math;
 use abi::*;
 use core::ffi::{c_char, c_int, c_void, CStr};
 use device::{bump, lock, Config, Fate, Job, Refused, ReqCopy, Runtime, Stat};
-use math::{CrtKey, KeyMaterial};
+use math::{CrtKey, KeyMaterial, Secret};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -454,15 +454,14 @@ pub unsafe extern "C" fn wd_rsa_set_crt_prikey_params(
         let (Some(dq), Some(dp), Some(qinv), Some(q), Some(p)) = parts else {
             return misuse();
         };
-        let mut k = lock(&u.key);
-        if let Some(old) = k.crt.as_mut() {
-            let mut old = KeyMaterial {
-                public: None,
-                crt: Some(std::mem::take(old)),
-            };
-            old.zeroize();
-        }
-        k.crt = Some(CrtKey { p, q, dp, dq, qinv });
+        let s = Secret;
+        lock(&u.key).crt = Some(CrtKey {
+            p: s(p),
+            q: s(q),
+            dp: s(dp),
+            dq: s(dq),
+            qinv: s(qinv),
+        });
         0
     })
 }
@@ -486,7 +485,7 @@ pub unsafe extern "C" fn wd_rsa_set_pubkey_params(
         let (Some(e), Some(n)) = (unsafe { (dtb_bytes(e, max), dtb_bytes(n, max)) }) else {
             return misuse();
         };
-        lock(&u.key).public = Some((e, n));
+        lock(&u.key).public = Some((Secret(e), Secret(n)));
         0
     })
 }

@@ -7,44 +7,41 @@ use core::ffi::c_int;
 use openssl::bn::{BigNum, BigNumContext};
 use openssl::error::ErrorStack;
 
-/// CRT private key parts, big-endian as the caller gave them.
-#[derive(Default)]
-pub struct CrtKey {
-    pub p: Vec<u8>,
-    pub q: Vec<u8>,
-    pub dp: Vec<u8>,
-    pub dq: Vec<u8>,
-    pub qinv: Vec<u8>,
+/// Key bytes (big-endian, as the caller gave them), overwritten with zeros when dropped.
+#[derive(Clone, Default)]
+pub struct Secret(pub Vec<u8>);
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        for b in self.0.iter_mut() {
+            // SAFETY: `b` is a valid, exclusive reference to a byte of the vector; the
+            // volatile write only keeps the compiler from eliding the wipe.
+            unsafe { core::ptr::write_volatile(b, 0) };
+        }
+    }
 }
 
-/// What one session holds: a public key, CRT private key parts, or both.
-#[derive(Default)]
+/// CRT private key parts.
+#[derive(Clone, Default)]
+pub struct CrtKey {
+    pub p: Secret,
+    pub q: Secret,
+    pub dp: Secret,
+    pub dq: Secret,
+    pub qinv: Secret,
+}
+
+/// What one session holds: a public key `(e, n)`, CRT private key parts, or both. Every key
+/// byte is wiped when it is dropped or replaced.
+#[derive(Clone, Default)]
 pub struct KeyMaterial {
-    pub public: Option<(Vec<u8>, Vec<u8>)>,
+    pub public: Option<(Secret, Secret)>,
     pub crt: Option<CrtKey>,
 }
 
-fn wipe(v: &mut Vec<u8>) {
-    for b in v.iter_mut() {
-        // SAFETY: `b` is a valid, exclusive reference to a byte of the vector; the volatile
-        // write only keeps the compiler from eliding the wipe.
-        unsafe { core::ptr::write_volatile(b, 0) };
-    }
-    v.clear();
-}
-
 impl KeyMaterial {
-    /// Overwrites every stored key byte with zeros and forgets the keys.
+    /// Wipes and forgets every stored key.
     pub fn zeroize(&mut self) {
-        if let Some((e, n)) = self.public.as_mut() {
-            wipe(e);
-            wipe(n);
-        }
-        if let Some(k) = self.crt.as_mut() {
-            for v in [&mut k.p, &mut k.q, &mut k.dp, &mut k.dq, &mut k.qinv] {
-                wipe(v);
-            }
-        }
         self.public = None;
         self.crt = None;
     }
@@ -69,6 +66,13 @@ pub struct Computed {
 /// Runs `op` on `src` (`key_bytes` big-endian bytes) with `key`. An error is a completion status
 /// (67 when the arithmetic failed, e.g. on a zeroized key; 66 when the result does not fit).
 pub fn compute(op: u8, key: &KeyMaterial, src: &[u8], key_bytes: usize) -> Result<Computed, c_int> {
+    // The host process (an OpenSSL application) has initialised libcrypto; BIGNUM needs no
+    // more. Without this, the `openssl` crate's first BigNum would call OPENSSL_init_ssl(),
+    // which loads the OpenSSL config file: re-entrant when the caller is inside a provider
+    // that is being loaded from that config.
+    // SAFETY: skipping the crate's one-time init is sound on OpenSSL 3, whose libcrypto
+    // initialises itself on first use; only BIGNUM functions are used here.
+    unsafe { openssl_sys::assume_init() };
     let inner = || -> Result<Result<Computed, c_int>, ErrorStack> {
         let mut ctx = BigNumContext::new()?;
         let c = BigNum::from_slice(src)?;
@@ -80,18 +84,18 @@ pub fn compute(op: u8, key: &KeyMaterial, src: &[u8], key_bytes: usize) -> Resul
                     ..
                 },
             ) => {
-                let e = BigNum::from_slice(e)?;
-                let n = BigNum::from_slice(n)?;
+                let e = BigNum::from_slice(&e.0)?;
+                let n = BigNum::from_slice(&n.0)?;
                 let mut r = BigNum::new()?;
                 r.mod_exp(&c, &e, &n, &mut ctx)?;
                 (r, n)
             }
             (WD_RSA_SIGN, KeyMaterial { crt: Some(k), .. }) => {
-                let p = BigNum::from_slice(&k.p)?;
-                let q = BigNum::from_slice(&k.q)?;
-                let dp = BigNum::from_slice(&k.dp)?;
-                let dq = BigNum::from_slice(&k.dq)?;
-                let qinv = BigNum::from_slice(&k.qinv)?;
+                let p = BigNum::from_slice(&k.p.0)?;
+                let q = BigNum::from_slice(&k.q.0)?;
+                let dp = BigNum::from_slice(&k.dp.0)?;
+                let dq = BigNum::from_slice(&k.dq.0)?;
+                let qinv = BigNum::from_slice(&k.qinv.0)?;
                 let mut m1 = BigNum::new()?;
                 m1.mod_exp(&c, &dp, &p, &mut ctx)?;
                 let mut m2 = BigNum::new()?;

@@ -118,9 +118,9 @@ pub struct SimStats {
 
 const _: () = assert!(std::mem::size_of::<SimStats>() == 16 * 8);
 
-/// The simulator's counters in this process. Uses the copy already loaded (RTLD_NOLOAD, by
-/// the path [`sim_lib`] returns: a copy loaded from another path is a different library with
-/// its own counters), else loads it (and keeps it loaded). Panics if it cannot.
+/// The simulator's counters in this process. Uses the library already loaded from the file
+/// [`sim_lib`] names (RTLD_NOLOAD; a copy of that file elsewhere would be a different library
+/// with its own counters), else loads it (and keeps it loaded). Panics if it cannot.
 pub fn sim_stats() -> SimStats {
     let path = sim_lib();
     let c = CString::new(path.as_os_str().as_bytes()).expect("library path contains NUL");

@@ -895,3 +895,77 @@ fn two_device_threads_and_ctxs() {
     free(a);
     free(b);
 }
+
+#[test]
+fn threads_submit_and_poll_concurrently() {
+    let mut nums = wd_ctx_nums {
+        sync_ctx_num: 2,
+        async_ctx_num: 2,
+    };
+    let mut params = wd_ctx_params {
+        op_type_num: 1,
+        ctx_set_num: &mut nums,
+        bmp: std::ptr::null_mut(),
+        cap: std::ptr::null_mut(),
+    };
+    let _c = Case::with_params(
+        &[("KAE_SIM_DEVICE_THREADS", "2"), ("KAE_SIM_DEPTH", "8")],
+        &mut params,
+    );
+    take_delivered();
+    let before = sim_stats();
+    const PER_THREAD: usize = 150;
+    let (a, b) = (session(), session());
+    let workers: Vec<_> = [(a, 0u8), (b, 1u8)]
+        .into_iter()
+        .map(|(h, t)| {
+            std::thread::spawn(move || {
+                let srcs: Vec<Vec<u8>> = (0..PER_THREAD)
+                    .map(|i| message((i as u8) ^ (t * 0x80)))
+                    .collect();
+                let mut dsts = vec![vec![0u8; 256]; PER_THREAD];
+                let mut busy = 0;
+                for (i, (s, d)) in srcs.iter().zip(dsts.iter_mut()).enumerate() {
+                    let tag = usize::from(t) << 16 | i;
+                    loop {
+                        match submit(h, &mut req(s, d, VERIFY, tag)) {
+                            0 => break,
+                            -16 => {
+                                busy += 1;
+                                poll(4);
+                            }
+                            rc => panic!("submit: {rc}"),
+                        }
+                    }
+                }
+                // Drain: every request of this thread may be delivered by either thread.
+                let t0 = Instant::now();
+                while sim_stats().in_flight != 0 {
+                    poll(16);
+                    assert!(t0.elapsed() < LIMIT);
+                }
+                for (s, d) in srcs.iter().zip(&dsts) {
+                    assert_eq!(*d, reference_verify(s));
+                }
+                busy
+            })
+        })
+        .collect();
+    let busy: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    let got = take_delivered();
+    assert_eq!(got.len(), 2 * PER_THREAD);
+    let mut tags: Vec<usize> = got.iter().map(|d| d.cb_param).collect();
+    tags.sort();
+    tags.dedup();
+    assert_eq!(tags.len(), 2 * PER_THREAD, "each request delivered once");
+    free(a);
+    free(b);
+    let s = delta(&before, &sim_stats());
+    assert_eq!(s.submitted, 2 * PER_THREAD as u64, "{s:?}");
+    assert_eq!(s.ebusy, busy as u64);
+    assert_eq!(
+        (s.callbacks, s.misuse, s.in_flight),
+        (2 * PER_THREAD as u64, 0, 0)
+    );
+    assert!(s.max_in_flight <= 16, "{s:?}");
+}

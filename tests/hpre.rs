@@ -53,6 +53,9 @@ fn scenario(name: &str, extra: &[(&str, &str)], devices: &[FakeDevice]) -> Outpu
         "scenario {name} failed\n{}",
         out.describe()
     );
+    for l in out.stdout.lines().filter(|l| l.contains("sim:") || l.contains("round ")) {
+        eprintln!("[{name}] {l}");
+    }
     out
 }
 
@@ -470,10 +473,11 @@ fn hpre_without_a_device_warns_or_with_strict_refuses() {
     let dir = TempDir::new("hpre-strict");
     let empty = dir.join("sysfs");
     std::fs::create_dir_all(&empty).unwrap();
+    let modules = dir.provider_dir();
     let list = |strict: &str| {
         let mut cmd = Command::new(openssl_bin());
         cmd.args(["list", "-providers", "-provider-path"])
-            .arg(procs::provider_dir_at(dir.path()))
+            .arg(&modules)
             .args(["-provider", "kae"])
             .env("KAE_BACKEND", "hpre")
             .env("KAE_HPRE_SYSFS", &empty)

@@ -152,6 +152,20 @@ impl Shared {
         );
     }
 
+    /// One more request accepted (ours until `poll` hands it back).
+    fn count_in(&self) {
+        crate::stats::in_flight_add(1);
+        let n = self.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+        self.high_water.fetch_max(n, Ordering::Relaxed);
+        crate::stats::note_queue_depth(n);
+    }
+
+    /// `n` requests handed back (or taken back).
+    fn count_out(&self, n: usize) {
+        crate::stats::in_flight_sub(n);
+        self.in_flight.fetch_sub(n, Ordering::AcqRel);
+    }
+
     fn finish(&self, mut req: Request, result: Result<(), KaeError>) {
         req.result = result;
         self.done
@@ -371,7 +385,7 @@ impl Backend for HpreBackend {
         };
         let Some(session) = self.session(&req.key) else {
             // Cannot happen after `takes`, unless UADK refused the key: fail over.
-            self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+            self.shared.count_in();
             self.shared.finish(req, Err(KaeError::BackendFailure));
             return Ok(());
         };
@@ -380,7 +394,7 @@ impl Backend for HpreBackend {
         };
         let k = s.key_bytes();
         if req.input.len() != k || req.output.len() != k {
-            self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+            self.shared.count_in();
             self.shared.finish(req, Err(KaeError::BufferTooSmall));
             return Ok(());
         }
@@ -422,9 +436,7 @@ impl Backend for HpreBackend {
             }
             pending.insert(id, (InFlightPtr(ptr as usize), Instant::now()));
         }
-        let n = self.shared.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
-        self.shared.high_water.fetch_max(n, Ordering::Relaxed);
-        crate::stats::in_flight_add(1);
+        self.shared.count_in();
         let do_async = self.uadk.do_async;
         // SAFETY: a live session of this generation; the request's buffers and cb_param are
         // kept alive by the box until the callback (or teardown).
@@ -440,8 +452,7 @@ impl Backend for HpreBackend {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id)
             .is_some();
-        self.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
-        crate::stats::in_flight_sub(1);
+        self.shared.count_out(1);
         if !ours {
             // Failed over by a timeout scan meanwhile; its result is on the done list.
             return Ok(());
@@ -456,7 +467,7 @@ impl Backend for HpreBackend {
             "wd_do_rsa_async refused a request ({})",
             describe(rc)
         ));
-        self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.shared.count_in();
         self.shared.finish(req, Err(KaeError::BackendFailure));
         Ok(())
     }
@@ -479,7 +490,7 @@ impl Backend for HpreBackend {
         out.append(&mut done);
         drop(done);
         if n > 0 {
-            self.shared.in_flight.fetch_sub(n, Ordering::AcqRel);
+            self.shared.count_out(n);
         }
         n
     }

@@ -70,6 +70,8 @@ fn own_cpu_ns() -> u64 {
 fn start(latency_us: u64) -> Arc<Pool> {
     std::env::set_var("KAE_SIM", "1");
     std::env::set_var("KAE_SIM_COMPUTE", "0");
+    // An instantaneous device (no simulator thread between submit and completion).
+    std::env::set_var("KAE_SIM_DEVICE_THREADS", "0");
     std::env::set_var("KAE_SIM_LATENCY_US", latency_us.to_string());
     let lib = sim_lib().to_string_lossy().into_owned();
     let cfg = HpreConfig {
@@ -86,7 +88,13 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 /// Keeps `depth` requests in flight from this thread for `dur`; returns operations done.
-fn keep_in_flight(pool: &Pool, key: &Arc<RsaKey>, input: &[u8], depth: usize, dur: Duration) -> u64 {
+fn keep_in_flight(
+    pool: &Pool,
+    key: &Arc<RsaKey>,
+    input: &[u8],
+    depth: usize,
+    dur: Duration,
+) -> u64 {
     let me = std::thread::current();
     let submit = |w: &Arc<Waiter>| {
         let mut req = Request::new(OpKind::PrivateBlinded, key.clone(), input, w.clone());

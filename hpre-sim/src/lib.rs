@@ -54,7 +54,8 @@
 //!
 //! ## Environment (read at each successful `wd_rsa_init2_`)
 //! * `KAE_SIM=1`: required, else init returns -19 with one line on stderr.
-//! * `KAE_SIM_DEVICE_THREADS` (1): threads computing async requests.
+//! * `KAE_SIM_DEVICE_THREADS` (1): threads computing async requests; 0 = an instantaneous
+//!   device that computes on the submitting thread (no thread hop: for measuring the caller).
 //! * `KAE_SIM_LATENCY_US` (0): a completion is pollable no earlier than submit + latency; a sync
 //!   call returns no earlier than that either.
 //! * `KAE_SIM_DEPTH` (1024): undelivered requests per async ctx; beyond it submit returns -16.

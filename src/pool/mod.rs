@@ -291,9 +291,14 @@ impl Pool {
                 }
                 continue;
             }
-            self.poller_sleeper.sleep_unless(|| {
-                self.backend.in_flight() > 0 || self.backend_stopped.load(Ordering::Acquire)
-            });
+            let ready =
+                || self.backend.in_flight() > 0 || self.backend_stopped.load(Ordering::Acquire);
+            if self.backend.poll_pause().is_some() {
+                // Hardware: nothing arrives sooner than a park takes; an idle pool uses no CPU.
+                self.poller_sleeper.park_unless(ready);
+            } else {
+                self.poller_sleeper.sleep_unless(ready);
+            }
         }
     }
 
@@ -541,7 +546,9 @@ fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResu
                 }
             }
         }
-        None if hardware() => {
+        // Outside jobs a public operation (~20 µs for RSA-2048) stays on the CPU: waiting for a
+        // device round trip would only make the caller slower.
+        None if kind == OpKind::Private && hardware() => {
             if let Some(pool) = current() {
                 let how = match pool.backend.sync_policy() {
                     SyncPolicy::Inline => None,
@@ -839,7 +846,11 @@ pub fn run_blocking(
         }
     }
     pool.cancel_slot_wait(&waiter);
-    waiter.block_until_done();
+    if pool.backend.needs_polling() {
+        waiter.park_until_done(); // hardware: wait without spinning
+    } else {
+        waiter.block_until_done();
+    }
     let (result, output) = waiter.take().ok_or(KaeError::Internal)?;
     result?;
     out.copy_from_slice(&output);

@@ -116,6 +116,17 @@ impl Sleeper {
         self.note_gap(avg, start);
     }
 
+    /// Parks until woken, unless `ready()` turns true; never spins (a poller waiting for
+    /// hardware: the device takes far longer than a park/unpark).
+    pub fn park_unless(&self, ready: impl Fn() -> bool) {
+        self.sleeping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !ready() {
+            std::thread::park_timeout(Duration::from_millis(500));
+        }
+        self.sleeping.store(false, Ordering::SeqCst);
+    }
+
     fn note_gap(&self, avg: u64, start: Instant) {
         let gap =
             u64::try_from(start.elapsed().as_micros()).map_or(IDLE_GAP_US, |g| g.min(IDLE_GAP_US));

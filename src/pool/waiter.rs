@@ -116,7 +116,16 @@ impl Waiter {
     /// Blocks the calling thread until the outcome is there (a short spin first: the round
     /// trip through an idle pool is a few microseconds, less than a park/unpark).
     pub fn block_until_done(&self) {
-        let spin = super::sleeper::spin_budget();
+        self.block_until_done_after(super::sleeper::spin_budget())
+    }
+
+    /// Blocks the calling thread until the outcome is there without spinning (a request on
+    /// hardware takes far longer than a park/unpark).
+    pub fn park_until_done(&self) {
+        self.block_until_done_after(std::time::Duration::ZERO)
+    }
+
+    fn block_until_done_after(&self, spin: std::time::Duration) {
         let start = std::time::Instant::now();
         let mut i = 0u32;
         while start.elapsed() < spin {

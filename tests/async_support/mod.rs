@@ -8,10 +8,11 @@
 #![allow(dead_code)]
 
 use crate::common::ffi::{
-    EVP_DigestSign, EVP_DigestSignInit_ex, EVP_MD_CTX_free, EVP_MD_CTX_new, EVP_PKEY_CTX_free,
-    EVP_PKEY_CTX_new_from_pkey, EVP_PKEY_CTX_set_params, EVP_PKEY_decrypt, EVP_PKEY_decrypt_init,
-    EVP_PKEY_sign, EVP_PKEY, EVP_PKEY_CTX, OSSL_LIB_CTX, OSSL_PARAM, OSSL_PARAM_UNMODIFIED,
-    OSSL_PARAM_UNSIGNED_INTEGER, OSSL_PARAM_UTF8_PTR, OSSL_PROVIDER,
+    EVP_DigestSign, EVP_DigestSignInit_ex, EVP_DigestVerify, EVP_DigestVerifyInit_ex,
+    EVP_MD_CTX_free, EVP_MD_CTX_new, EVP_PKEY_CTX_free, EVP_PKEY_CTX_new_from_pkey,
+    EVP_PKEY_CTX_set_params, EVP_PKEY_decrypt, EVP_PKEY_decrypt_init, EVP_PKEY_sign, EVP_PKEY,
+    EVP_PKEY_CTX, OSSL_LIB_CTX, OSSL_PARAM, OSSL_PARAM_UNMODIFIED, OSSL_PARAM_UNSIGNED_INTEGER,
+    OSSL_PARAM_UTF8_PTR, OSSL_PROVIDER,
 };
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -600,6 +601,42 @@ pub fn raw_digest_sign(raw: Raw, md: &'static CStr, propq: &'static CStr, msg: &
         }
         out.truncate(len);
         Ok(out)
+    }
+}
+
+/// One-shot `EVP_DigestVerify`; `Ok(vec![1])` when the signature verifies.
+pub fn raw_digest_verify(
+    raw: Raw,
+    md: &'static CStr,
+    propq: &'static CStr,
+    msg: &[u8],
+    sig: &[u8],
+) -> JobResult {
+    unsafe {
+        let mctx = EVP_MD_CTX_new();
+        if mctx.is_null() {
+            return Err("EVP_MD_CTX_new failed".into());
+        }
+        let mut pctx: *mut EVP_PKEY_CTX = ptr::null_mut();
+        if EVP_DigestVerifyInit_ex(
+            mctx,
+            &mut pctx,
+            md.as_ptr(),
+            raw.libctx,
+            propq.as_ptr(),
+            raw.key,
+            ptr::null(),
+        ) != 1
+        {
+            EVP_MD_CTX_free(mctx);
+            return Err("EVP_DigestVerifyInit_ex failed".into());
+        }
+        let r = EVP_DigestVerify(mctx, sig.as_ptr(), sig.len(), msg.as_ptr(), msg.len());
+        EVP_MD_CTX_free(mctx);
+        if r != 1 {
+            return Err(format!("EVP_DigestVerify returned {r}"));
+        }
+        Ok(vec![1])
     }
 }
 

@@ -29,6 +29,7 @@
 #define KAE_CONF_HPRE_TIMEOUT_MS "hpre-timeout-ms"
 #define KAE_CONF_HPRE_POLL_US "hpre-poll-us"
 #define KAE_PARAM_BACKEND "backend"
+#define KAE_PARAM_HPRE_DEVICES "hpre-devices"
 #define KAE_PARAM_LIVE "live"
 #define KAE_PARAM_ERRORS "errors"
 #define KAE_PARAM_IMPLICIT_REJECTION "implicit-rejection"

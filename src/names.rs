@@ -41,8 +41,10 @@ pub const KAE_CONF_HPRE_SYNC_QUEUES: &CStr = c"hpre-sync-queues";
 pub const KAE_CONF_HPRE_TIMEOUT_MS: &CStr = c"hpre-timeout-ms";
 /// Config key (env `KAE_HPRE_POLL_US`): the poller's pause between empty polls, 0 to 10000 µs.
 pub const KAE_CONF_HPRE_POLL_US: &CStr = c"hpre-poll-us";
-/// Provider parameter (UTF-8 string): the active backend (`cpu`, `hpre`).
+/// Provider parameter (UTF-8 string): the active backend (`hpre`, `mb`, `cpu`).
 pub const KAE_PARAM_BACKEND: &CStr = c"backend";
+/// Provider parameter (UTF-8 string): the HPRE devices discovery finds, and why any is unusable.
+pub const KAE_PARAM_HPRE_DEVICES: &CStr = c"hpre-devices";
 /// Provider parameter (UTF-8 string): backend and counters of this and every other process.
 pub const KAE_PARAM_LIVE: &CStr = c"live";
 /// Provider parameter (unsigned integer): failed operations of this process.

@@ -228,6 +228,7 @@ impl Pool {
                 Ok(h) => *pool.poller.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
                 Err(e) => {
                     pool.backend.shutdown();
+                    pool.backend.after_poller_stopped();
                     return Err(e);
                 }
             }
@@ -535,17 +536,16 @@ fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResu
     // Public operations are cheap on the CPU: they leave it only for hardware.
     let hardware = || selection().kind == BackendKind::Hpre;
     match &job {
-        Some(job) => {
-            if (kind == OpKind::Private || hardware()) && offload_async_jobs() {
-                match current() {
-                    Some(pool) if pool.takes(key, kind) => {
-                        return offload(&pool, How::Job(job), kind, key, input, out)
-                    }
-                    Some(_) => {}
-                    None => stats::note_fallback(),
+        Some(job) if (kind == OpKind::Private || hardware()) && offload_async_jobs() => {
+            match current() {
+                Some(pool) if pool.takes(key, kind) => {
+                    return offload(&pool, How::Job(job), kind, key, input, out)
                 }
+                Some(_) => {}
+                None => stats::note_fallback(),
             }
         }
+        Some(_) => {}
         // Outside jobs a public operation (~20 µs for RSA-2048) stays on the CPU: waiting for a
         // device round trip would only make the caller slower.
         None if kind == OpKind::Private && hardware() => {

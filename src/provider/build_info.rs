@@ -21,7 +21,7 @@ pub const BUILDINFO: &CStr = match CStr::from_bytes_with_nul(
     concat!(
         "kae ",
         env!("CARGO_PKG_VERSION"),
-        " (Rust provider; backends: cpu)\0"
+        " (Rust provider; backends: hpre (UADK loaded at run time), cpu)\0"
     )
     .as_bytes(),
 ) {
@@ -48,6 +48,7 @@ static PROVIDER_GETTABLE: LazyLock<Table<OSSL_PARAM>> = LazyLock::new(|| {
         desc(c"status", OSSL_PARAM_INTEGER),
         desc(crate::names::KAE_PARAM_BACKEND, OSSL_PARAM_UTF8_PTR),
         desc(crate::names::KAE_PARAM_LIVE, OSSL_PARAM_UTF8_STRING),
+        desc(crate::names::KAE_PARAM_HPRE_DEVICES, OSSL_PARAM_UTF8_STRING),
     ];
     v.extend(
         COUNTER_PARAMS
@@ -100,6 +101,11 @@ pub(super) unsafe extern "C" fn kae_get_params(
             }
             if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_LIVE) {
                 p.set_utf8_owned(&live_line())?;
+            }
+            if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_HPRE_DEVICES) {
+                p.set_utf8_owned(&crate::backend::hpre::devices_line(
+                    &crate::pool::config().hpre,
+                ))?;
             }
             if let Some(mut p) = ps.locate(c"status") {
                 p.set_int(1)?;

@@ -518,6 +518,16 @@ mod tests {
             (KAE_CONF_LOG_TARGET, "file:relative.log"),
             (KAE_CONF_LOG_TARGET, "journal"),
             (KAE_CONF_LOAD_DEFAULT, "nope"),
+            (KAE_CONF_STRICT, "sometimes"),
+            (KAE_CONF_UADK_LIB, "lib/libwd.so.2"),
+            (KAE_CONF_UADK_CRYPTO_LIB, ""),
+            (KAE_CONF_HPRE_SYSFS, "sys/class/uacce"),
+            (KAE_CONF_HPRE_QUEUES, "0"),
+            (KAE_CONF_HPRE_QUEUES, "65"),
+            (KAE_CONF_HPRE_SYNC, "spin"),
+            (KAE_CONF_HPRE_SYNC_QUEUES, "x"),
+            (KAE_CONF_HPRE_TIMEOUT_MS, "0"),
+            (KAE_CONF_HPRE_POLL_US, "10001"),
         ] {
             let p = problems_for(&[(key, value)], &[]);
             assert_eq!(p.len(), 1, "{key:?}={value}: {p:?}");
@@ -528,6 +538,33 @@ mod tests {
             assert!(t.contains("accepted: "), "{t}");
             assert!(t.contains("[kae_sect]"), "{t}");
         }
+    }
+
+    #[test]
+    fn hpre_settings_are_applied() {
+        let section: Vec<(&'static CStr, String)> = vec![
+            (KAE_CONF_BACKEND, "hpre".into()),
+            (KAE_CONF_STRICT, "yes".into()),
+            (KAE_CONF_UADK_LIB, "/opt/uadk/lib/libwd.so.2".into()),
+            (KAE_CONF_UADK_CRYPTO_LIB, "libwd_crypto.so.2".into()),
+            (KAE_CONF_HPRE_SYSFS, "/tmp/fake".into()),
+            (KAE_CONF_HPRE_QUEUES, "8".into()),
+            (KAE_CONF_HPRE_SYNC, "Direct".into()),
+            (KAE_CONF_HPRE_SYNC_QUEUES, "2".into()),
+            (KAE_CONF_HPRE_TIMEOUT_MS, "250".into()),
+            (KAE_CONF_HPRE_POLL_US, "0".into()),
+        ];
+        let env = |n: &str| (n == "KAE_HPRE_QUEUES").then(|| "16".to_string());
+        let (cfg, p) = build(&section, None, &env);
+        assert!(p.is_empty(), "{p:?}");
+        let h = &cfg.pool.hpre;
+        assert!(cfg.pool.strict);
+        assert_eq!(h.wd_lib, "/opt/uadk/lib/libwd.so.2");
+        assert_eq!(h.crypto_lib, "libwd_crypto.so.2");
+        assert_eq!(h.sysfs, std::path::PathBuf::from("/tmp/fake"));
+        assert_eq!(h.queues, 16, "the environment wins");
+        assert_eq!(h.sync, SyncMode::Direct);
+        assert_eq!((h.sync_queues, h.timeout_ms, h.poll_us), (2, 250, 0));
     }
 
     #[test]

@@ -193,6 +193,17 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 proxied: Mutex::new(HashMap::new()),
             });
             let pc = &ctx.config.pool;
+            if selection.kind == crate::pool::BackendKind::Hpre {
+                log::info!(
+                    "HPRE devices: {}; UADK {} + {}; {} async + {} sync queues per NUMA node, sync mode {}",
+                    crate::backend::hpre::devices_line(&pc.hpre),
+                    pc.hpre.wd_lib,
+                    pc.hpre.crypto_lib,
+                    pc.hpre.queues,
+                    pc.hpre.sync_queues,
+                    pc.hpre.sync.name()
+                );
+            }
             log::info!(
                 "kae {} in OpenSSL {core_version}: backend {} ({}); pool {} queues x depth {}, async offload {} (threads start at first async use); default provider {}",
                 env!("CARGO_PKG_VERSION"),

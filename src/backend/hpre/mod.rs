@@ -1,5 +1,8 @@
-//! The HPRE backend (work in progress, issue 11): Kunpeng's RSA accelerator through UADK's
-//! `wd_rsa` API, loaded at run time. So far: the ABI declarations with layout checks, and device discovery in sysfs.
+//! The HPRE backend: Kunpeng's RSA accelerator through UADK's `wd_rsa` API, loaded at run
+//! time. `abi` (UADK's structs and entry points, declared by hand with layout checks),
+//! `uadk` (dlopen/dlsym), `discovery` (sysfs), `settings` (config keys), `session` (one UADK
+//! session per key and UADK generation), `backend` (the `Backend`: async submit, callback
+//! completion, timeouts, failover to the CPU).
 
 pub mod abi;
 pub mod backend;
@@ -20,4 +23,14 @@ pub fn usable_here(cfg: &settings::HpreConfig) -> Result<(), String> {
         });
     }
     uadk::load(&cfg.wd_lib, &cfg.crypto_lib).map(|_| ())
+}
+
+/// What discovery finds under the configured sysfs root, in one line (start-up log, the
+/// `hpre-devices` provider parameter).
+pub fn devices_line(cfg: &settings::HpreConfig) -> String {
+    format!(
+        "{} (under {})",
+        discovery::describe(&discovery::scan(&cfg.sysfs)),
+        cfg.sysfs.display()
+    )
 }

@@ -45,7 +45,7 @@ pub fn print_table(procs: &[ProcPage], root: &Path) {
         return;
     }
     println!(
-        "{:>8} {:<15} {:<7} {:>10} {:>10} {:>10} {:>7} {:>10} {:>8} {:>8} {:>6} {:>5} {:>6}",
+        "{:>8} {:<15} {:<7} {:>10} {:>10} {:>10} {:>7} {:>10} {:>8} {:>8} {:>6} {:>5} {:>6} {:>6}",
         "PID",
         "COMMAND",
         "BACKEND",
@@ -58,11 +58,12 @@ pub fn print_table(procs: &[ProcPage], root: &Path) {
         "FALLBK",
         "FAULTS",
         "HIWAT",
-        "INFLT"
+        "INFLT",
+        "HWFLT"
     );
     let row = |pid: &str, comm: &str, backend: &str, s: &Snapshot| {
         println!(
-            "{:>8} {:<15} {:<7} {:>10} {:>10} {:>10} {:>7} {:>10} {:>8} {:>8} {:>6} {:>5} {:>6}",
+            "{:>8} {:<15} {:<7} {:>10} {:>10} {:>10} {:>7} {:>10} {:>8} {:>8} {:>6} {:>5} {:>6} {:>6}",
             pid,
             comm,
             backend,
@@ -75,7 +76,8 @@ pub fn print_table(procs: &[ProcPage], root: &Path) {
             s.get(idx::FALLBACKS),
             s.get(idx::CRT_FAULTS),
             s.get(idx::QUEUE_HIGH_WATER),
-            s.get(idx::IN_FLIGHT)
+            s.get(idx::IN_FLIGHT),
+            s.get(idx::HW_FAULTS)
         )
     };
     for p in procs {

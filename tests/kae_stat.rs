@@ -194,7 +194,7 @@ fn page_of_a_recycled_pid_is_not_shown() {
     // A well-formed page claiming to be our own (live) pid but with another start time.
     let mut bytes = vec![0u8; kae::stats::PAGE_SIZE];
     bytes[..8].copy_from_slice(b"KAESTAT\0");
-    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&kae::stats::VERSION.to_le_bytes());
     let pid = std::process::id();
     bytes[12..16].copy_from_slice(&pid.to_le_bytes());
     bytes[16..24].copy_from_slice(&1u64.to_le_bytes()); // not our start time
@@ -224,7 +224,7 @@ fn openssl_list_shows_static_build_info_and_the_live_parameter() {
         .find(|l| l.trim_start().starts_with("build info: kae"))
         .unwrap_or_else(|| panic!("no kae build info line in:\n{text}"));
     assert!(
-        info.trim_end().ends_with("(Rust provider; backends: cpu)"),
+        info.trim_end().ends_with("(Rust provider; backends: hpre (UADK loaded at run time), cpu)"),
         "build info must be the static line: {info}"
     );
     assert!(

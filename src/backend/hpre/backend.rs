@@ -275,6 +275,13 @@ unsafe extern "C" fn on_complete(copy: *mut c_void) {
     });
 }
 
+/// `input` left-padded with zeros to `k` bytes (`input.len() <= k`).
+fn left_padded(input: &[u8], k: usize) -> Zeroizing<Vec<u8>> {
+    let mut v = Zeroizing::new(vec![0u8; k]);
+    v[k - input.len()..].copy_from_slice(input);
+    v
+}
+
 impl HpreBackend {
     /// The key's session in this generation (made at first use; `CpuOnly` for keys HPRE
     /// cannot take).
@@ -319,8 +326,10 @@ impl HpreBackend {
             return false;
         };
         let k = s.key_bytes();
-        let mut src = Zeroizing::new(vec![0u8; k]);
-        src[k - req.input.len().min(k)..].copy_from_slice(&req.input[..req.input.len().min(k)]);
+        if req.input.len() > k || req.output.len() != k {
+            return false;
+        }
+        let mut src = left_padded(&req.input, k);
         let mut dst = Zeroizing::new(vec![0u8; k]);
         let mut wreq = wd_rsa_req {
             src: src.as_mut_ptr().cast(),
@@ -393,7 +402,8 @@ impl Backend for HpreBackend {
             return Err(req);
         };
         let k = s.key_bytes();
-        if req.input.len() != k || req.output.len() != k {
+        // The device takes inputs of exactly the key size, left-padded with zeros.
+        if req.input.len() > k || req.output.len() != k {
             self.shared.count_in();
             self.shared.finish(req, Err(KaeError::BufferTooSmall));
             return Ok(());
@@ -402,7 +412,7 @@ impl Backend for HpreBackend {
         let mut boxed = Box::new(InFlight {
             id,
             shared: self.shared.clone(),
-            src: Zeroizing::new(req.input.to_vec()),
+            src: left_padded(&req.input, k),
             dst: Zeroizing::new(vec![0u8; k]),
             req: Some(req),
             _session: session.clone(),

@@ -120,7 +120,8 @@ pub fn summary_line() -> String {
     let s = snapshot();
     format!(
         "summary: private ops {} ok / {} failed ({} offloaded), public ops {} ok / {} failed ({} offloaded), \
-         async pauses {}, spurious resumes {}, queue-full retries {}, fallbacks {}, CRT faults {}",
+         async pauses {}, spurious resumes {}, queue-full retries {}, fallbacks {}, CRT faults {}, \
+         HW faults {}",
         s.private_ok(),
         s.get(idx::PRIVATE_ERRORS),
         s.get(idx::PRIVATE_OFFLOADED),
@@ -131,7 +132,8 @@ pub fn summary_line() -> String {
         s.get(idx::SPURIOUS_RESUMES),
         s.get(idx::QUEUE_FULL_RETRIES),
         s.get(idx::FALLBACKS),
-        s.get(idx::CRT_FAULTS)
+        s.get(idx::CRT_FAULTS),
+        s.get(idx::HW_FAULTS)
     )
 }
 

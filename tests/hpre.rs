@@ -140,7 +140,10 @@ fn sign_and_decrypt_everything(bits: u32) -> usize {
     // Raw signature (no padding): the same bytes from both providers.
     let none_sig = sig_params("none", None, None, None);
     let got = ok(sign(kae(), &kp.kae, &none_sig, &raw_pt), "kae raw sign");
-    let want = ok(sign(reference(), &kp.reference, &none_sig, &raw_pt), "reference raw sign");
+    let want = ok(
+        sign(reference(), &kp.reference, &none_sig, &raw_pt),
+        "reference raw sign",
+    );
     assert_eq!(got, want, "{bits}-bit raw signature differs");
     private_ops += 1;
     let oaep = Enc::oaep("SHA256", "SHA256", None).params();

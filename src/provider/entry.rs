@@ -205,12 +205,15 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 );
             }
             log::info!(
-                "kae {} in OpenSSL {core_version}: backend {} ({}); pool {} queues x depth {}, async offload {} (threads start at first async use); default provider {}",
+                "kae {} in OpenSSL {core_version}: backend {} ({}); {}, async offload {} (threads start at first use); default provider {}",
                 env!("CARGO_PKG_VERSION"),
                 selection.kind.name(),
                 selection.why,
-                pc.queues,
-                pc.depth,
+                if selection.kind == crate::pool::BackendKind::Hpre {
+                    "HPRE queues as above".to_string()
+                } else {
+                    format!("pool {} queues x depth {}", pc.queues, pc.depth)
+                },
                 pc.async_mode.name(),
                 if ctx.config.load_default { "loaded privately and re-listed" } else { "not loaded (load-default = no)" }
             );

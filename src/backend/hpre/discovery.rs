@@ -29,6 +29,9 @@ impl Device {
             Some("is isolated")
         } else if self.available_instances == 0 {
             Some("has no free queue")
+        } else if !self.sva {
+            // Without SVA UADK needs its PROXY memory pools, which kae does not use yet.
+            Some("has no SVA (flags bit 0x1 unset), which kae needs for now")
         } else {
             None
         }
@@ -65,7 +68,10 @@ pub fn scan(root: &Path) -> Vec<Device> {
                 .is_some_and(|a| a.lines().any(|l| l.trim() == "rsa"));
             Some(Device {
                 rsa,
-                isolated: read_number(&dir.join("isolate")).is_none_or(|v| v != 0),
+                // Kernels without the attribute have no isolation: absent means not isolated;
+                // present but unreadable counts as isolated.
+                isolated: dir.join("isolate").exists()
+                    && read_number(&dir.join("isolate")).is_none_or(|v| v != 0),
                 available_instances: read_number(&dir.join("available_instances"))
                     .and_then(|v| u32::try_from(v).ok())
                     .unwrap_or(0),
@@ -145,7 +151,25 @@ mod tests {
                 ("available_instances", "4"),
             ],
         );
-        fake_device(&root, "hisi_hpre-4", &[("algorithms", "rsa\n")]); // isolate unreadable
+        fake_device(&root, "hisi_hpre-4", &[("algorithms", "rsa\n")]); // no isolate, no queues
+        fake_device(
+            &root,
+            "hisi_hpre-5",
+            &[
+                ("algorithms", "rsa\n"),
+                ("isolate", "?\n"),
+                ("available_instances", "4"),
+            ],
+        );
+        fake_device(
+            &root,
+            "hisi_hpre-6",
+            &[
+                ("algorithms", "rsa\n"),
+                ("available_instances", "4"),
+                ("flags", "0x0"),
+            ],
+        );
         fake_device(&root, "hisi_sec2-0", &good); // not an HPRE
         let devs = scan(&root);
         let names: Vec<&str> = devs.iter().map(|d| d.name.as_str()).collect();
@@ -156,7 +180,9 @@ mod tests {
                 "hisi_hpre-1",
                 "hisi_hpre-2",
                 "hisi_hpre-3",
-                "hisi_hpre-4"
+                "hisi_hpre-4",
+                "hisi_hpre-5",
+                "hisi_hpre-6"
             ]
         );
         assert_eq!(devs[1].unusable_because(), None);
@@ -170,7 +196,17 @@ mod tests {
             devs[3].unusable_because(),
             Some("does not list the rsa algorithm")
         );
-        assert_eq!(devs[4].unusable_because(), Some("is isolated"));
+        assert_eq!(devs[4].unusable_because(), Some("has no free queue"));
+        assert!(
+            !devs[4].isolated,
+            "a kernel without `isolate` does not isolate"
+        );
+        assert_eq!(
+            devs[5].unusable_because(),
+            Some("is isolated"),
+            "unreadable"
+        );
+        assert!(devs[6].unusable_because().unwrap().contains("no SVA"));
         let line = describe(&devs);
         assert!(
             line.contains("hisi_hpre-1: 256 free queues")

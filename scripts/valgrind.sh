@@ -7,6 +7,9 @@
 #     that pause and are woken through kae's eventfd;
 #   - `speed -multi 2 -async_jobs`: forked children that each start their own
 #     pool (valgrind follows fork; one log per process);
+#   - the HPRE backend against the test-only UADK simulator (hpre-sim): a sync
+#     signature and `speed -async_jobs` with every 7th completion lost (failed
+#     over to the CPU after a timeout; the device buffers freed at teardown);
 #   - a TLS server (s_server -async, kae preferred by configuration) doing a
 #     TLS 1.2 RSA key exchange and a TLS 1.3 handshake (RSA-PSS signature) for
 #     a client that uses the default provider only.
@@ -258,6 +261,36 @@ need speed-async "async pauses (woken through the eventfd)" pauses 1
 KAE_ASYNC=yes vg 0 speed-fork "${SPEED[@]}" -multi 2 -async_jobs 4 -seconds 1 rsa2048
 need speed-fork "summary lines (parent + 2 children)" lines 3
 need speed-fork "private ops offloaded in the children" offloaded 2
+
+# ---- HPRE backend against the UADK simulator (test-only hpre-sim): buffers handed to the
+# "device" live until its callback, requests that never complete are failed over to the CPU
+# and their buffers freed at teardown, sessions are released with UADK ----
+SIM="${CARGO_TARGET_DIR:-$ROOT/target}/release/libkae_hpre_sim.so"
+if [[ -f $SIM ]]; then
+    mkdir -p sysfs/hisi_hpre-0/device
+    printf 'rsa\n' >sysfs/hisi_hpre-0/algorithms
+    echo 0 >sysfs/hisi_hpre-0/isolate
+    echo 1 >sysfs/hisi_hpre-0/flags
+    echo 8 >sysfs/hisi_hpre-0/available_instances
+    echo 0 >sysfs/hisi_hpre-0/device/numa_node
+    hpre() {
+        KAE_BACKEND=hpre KAE_STRICT=yes KAE_ASYNC=yes KAE_UADK_LIB="$SIM" KAE_UADK_CRYPTO_LIB="$SIM" \
+            KAE_HPRE_SYSFS="$WORK/sysfs" KAE_SIM=1 KAE_SIM_LATENCY_US=200 "$@"
+    }
+    hpre vg 0 hpre-sign pkeyutl -sign -inkey key.pem -in dgst.bin -out hpre.sig -pkeyopt digest:sha256 "${KAE[@]}"
+    need hpre-sign "private ops on HPRE (simulator)" offloaded 1
+    if ! cmp -s pkcs1.sig hpre.sig; then
+        echo "FAIL  hpre-sign: the signature differs from the CPU path's"
+        failures=$((failures + 1))
+    fi
+    # Every 7th completion lost: failed over to the CPU after 100 ms, its buffers kept until
+    # UADK is torn down at exit.
+    KAE_SIM_DROP_EVERY=7 KAE_HPRE_TIMEOUT_MS=100 hpre vg 0 hpre-speed-async "${SPEED[@]}" \
+        -async_jobs 8 -seconds 2 rsa2048
+    need hpre-speed-async "private ops offloaded to HPRE (simulator)" offloaded 1
+else
+    echo "skip  hpre-*: $SIM not built (cargo build --release --workspace)"
+fi
 
 # ---- TLS: s_server -async under valgrind, clients without valgrind or kae ----
 tls_server

@@ -10,6 +10,8 @@
 //!    throughput against the ceiling in-flight / latency, and the poller's CPU share.
 //! 4. Idle: the poller's CPU time over one second with nothing in flight.
 //!
+//! `KAE_HPRE_POLL_US` sets the poller's pause (default 20 µs), as the config key does.
+//!
 //! Run: `cargo bench --bench hpre_cost` (needs `cargo build --release --workspace` first for
 //! `target/release/libkae_hpre_sim.so`; `KAE_HPRE_SIM_LIB` overrides the path).
 
@@ -77,6 +79,11 @@ fn start(latency_us: u64) -> Arc<Pool> {
     let cfg = HpreConfig {
         wd_lib: lib.clone(),
         crypto_lib: lib,
+        // The poller's pause between empty polls (the `hpre-poll-us` setting).
+        poll_us: std::env::var("KAE_HPRE_POLL_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(HpreConfig::default().poll_us),
         ..HpreConfig::default()
     };
     let b = hpre::start(&cfg).expect("the simulator starts");

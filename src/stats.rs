@@ -84,10 +84,9 @@ pub fn note_queue_full() {
 pub fn note_fallback() {
     bump(idx::FALLBACKS);
 }
-/// An accelerator request failed and is redone on the CPU (also counted as a fallback).
-pub fn note_hpre_fault() {
-    bump(idx::HW_FAULTS);
-    bump(idx::FALLBACKS);
+/// `n` accelerator requests failed (each is redone on the CPU, which counts the fallback).
+pub fn note_hw_faults(n: u64) {
+    counters().values[idx::HW_FAULTS].fetch_add(n, Ordering::Relaxed);
 }
 
 pub fn note_crt_fault() {

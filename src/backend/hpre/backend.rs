@@ -141,9 +141,9 @@ impl Shared {
         }
     }
 
-    /// A device error: fail over to the CPU for a while (rate-limited log).
-    fn fault(&self, what: std::fmt::Arguments<'_>) {
-        crate::stats::note_hpre_fault();
+    /// `n` requests failed on the device: HPRE rests for a while (rate-limited log).
+    fn fault(&self, n: usize, what: std::fmt::Arguments<'_>) {
+        crate::stats::note_hw_faults(n as u64);
         *self.resting_until.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Instant::now() + REST_AFTER_FAULT);
         crate::logging::warn_rate_limited(
@@ -201,11 +201,14 @@ impl Shared {
             return;
         }
         if !force_all {
-            self.fault(format_args!(
-                "{} request(s) got no completion within {} ms",
+            self.fault(
                 expired.len(),
-                self.timeout.as_millis()
-            ));
+                format_args!(
+                    "{} request(s) got no completion within {} ms",
+                    expired.len(),
+                    self.timeout.as_millis()
+                ),
+            );
         }
         for p in &expired {
             let ptr = p.0 as *mut InFlight;
@@ -269,7 +272,7 @@ unsafe extern "C" fn on_complete(copy: *mut c_void) {
             req.output.copy_from_slice(&inflight.dst);
             shared.finish(req, Ok(()));
         } else {
-            shared.fault(format_args!("a request completed with status {status}"));
+            shared.fault(1, format_args!("a request completed with status {status}"));
             shared.finish(req, Err(KaeError::BackendFailure));
         }
     });
@@ -350,11 +353,14 @@ impl HpreBackend {
             req.output.copy_from_slice(&dst);
             req.result = Ok(());
         } else {
-            self.shared.fault(format_args!(
-                "a sync request failed ({}, status {})",
-                describe(rc),
-                wreq.status
-            ));
+            self.shared.fault(
+                1,
+                format_args!(
+                    "a sync request failed ({}, status {})",
+                    describe(rc),
+                    wreq.status
+                ),
+            );
             req.result = Err(KaeError::BackendFailure);
         }
         true
@@ -473,10 +479,10 @@ impl Backend for HpreBackend {
         if rc == -err::EBUSY {
             return Err(req); // queues full: the pool waits for a slot
         }
-        self.shared.fault(format_args!(
-            "wd_do_rsa_async refused a request ({})",
-            describe(rc)
-        ));
+        self.shared.fault(
+            1,
+            format_args!("wd_do_rsa_async refused a request ({})", describe(rc)),
+        );
         self.shared.count_in();
         self.shared.finish(req, Err(KaeError::BackendFailure));
         Ok(())

@@ -935,6 +935,58 @@ mod tests {
         total
     }
 
+    /// A worker takes several queued requests at once, but each completes as soon as it is
+    /// computed: the first is answered while the others still wait for the worker.
+    #[test]
+    fn the_first_request_of_a_batch_does_not_wait_for_the_others() {
+        let _serial = serial();
+        let cfg = PoolConfig {
+            queues: 1,
+            depth: 16,
+            ..PoolConfig::default()
+        };
+        // A first request keeps the worker busy (2 ms) while 8 more queue up behind it: the
+        // worker then takes those 8 as one batch.
+        let pool = Pool::start_cpu(&cfg, slow_echo).unwrap();
+        let k = key();
+        let blocker = Arc::new(Waiter::new(None));
+        let req = Request::new(
+            OpKind::Private,
+            k.clone(),
+            &input(k.size(), 99),
+            blocker.clone(),
+        );
+        assert!(pool.submit(req).is_ok());
+        let waiters: Vec<Arc<Waiter>> = (0..8).map(|_| Arc::new(Waiter::new(None))).collect();
+        for (i, w) in waiters.iter().enumerate() {
+            let req = Request::new(
+                OpKind::Private,
+                k.clone(),
+                &input(k.size(), i as u8),
+                w.clone(),
+            );
+            assert!(pool.submit(req).is_ok());
+        }
+        let t0 = Instant::now();
+        while !waiters[0].is_done() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the first request never finished"
+            );
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        let still_waiting = waiters.iter().filter(|w| !w.is_done()).count();
+        assert!(
+            still_waiting >= 6,
+            "the first request of the batch was answered only with the rest of it ({still_waiting} left)"
+        );
+        blocker.block_until_done();
+        for w in &waiters {
+            w.block_until_done();
+        }
+        pool.shutdown();
+    }
+
     #[test]
     fn round_trip_through_pool() {
         let _serial = serial();

@@ -465,7 +465,7 @@ fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
 /// Starts the pool on the selected backend; a hardware backend that cannot start (library,
 /// init) is reported once and replaced by CPU workers.
 fn start_selected(cfg: &PoolConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
-    if selection().kind == BackendKind::Hpre {
+    if selected_kind() == BackendKind::Hpre {
         match crate::backend::hpre::backend::start(&cfg.hpre) {
             Ok(b) => return Pool::start_with(Box::new(b), Arc::new(Completer::new())),
             Err(why) => {
@@ -487,18 +487,19 @@ fn running_in(pid: u32) -> Option<Arc<Pool>> {
     CURRENT.lock().as_ref().filter(|p| p.pid == pid).cloned()
 }
 
-/// The backend the configuration selects here, and why (see `backend::registry`).
-pub fn selection() -> crate::backend::registry::Selection {
-    // Probing reads sysfs and loads libraries: once per process (a forked child decides again).
-    static CACHE: Mutex<Option<(u32, crate::backend::registry::Selection)>> = Mutex::new(None);
+/// The backend the configuration selects here (see `backend::registry`). Probing reads sysfs
+/// and loads libraries, and the private-operation path asks on every call: decided once per
+/// process (a forked child decides again), then only the kind is copied out.
+pub fn selected_kind() -> BackendKind {
+    static CACHE: Mutex<Option<(u32, BackendKind)>> = Mutex::new(None);
     let pid = std::process::id();
     let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    match c.as_ref() {
-        Some((p, s)) if *p == pid => s.clone(),
+    match *c {
+        Some((p, kind)) if p == pid => kind,
         _ => {
-            let s = crate::backend::registry::select(&config());
-            *c = Some((pid, s.clone()));
-            s
+            let kind = crate::backend::registry::select(&config()).kind;
+            *c = Some((pid, kind));
+            kind
         }
     }
 }
@@ -508,7 +509,7 @@ pub fn selection() -> crate::backend::registry::Selection {
 pub fn backend_label() -> &'static core::ffi::CStr {
     running()
         .and_then(|p| BackendKind::from_name(p.backend_name()))
-        .unwrap_or(selection().kind)
+        .unwrap_or_else(selected_kind)
         .c_name()
 }
 
@@ -534,7 +535,7 @@ fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResu
     // The job check first: it is a thread-local read, the decisions need getpid().
     let job = AsyncJob::current();
     // Public operations are cheap on the CPU: they leave it only for hardware.
-    let hardware = || selection().kind == BackendKind::Hpre;
+    let hardware = || selected_kind() == BackendKind::Hpre;
     match &job {
         Some(job) if (kind == OpKind::Private || hardware()) && offload_async_jobs() => {
             match current() {
@@ -693,7 +694,7 @@ fn offload_async_jobs() -> bool {
         AsyncMode::Off => false,
         // CPU workers pay off only with a CPU of their own; hardware and multi-buffer
         // batching pay off on one CPU too.
-        AsyncMode::Auto => cpus >= 2 || selection().kind.worth_offloading_on_one_cpu(),
+        AsyncMode::Auto => cpus >= 2 || selected_kind().worth_offloading_on_one_cpu(),
     };
     if cfg.async_mode == AsyncMode::Auto && !offload {
         log::info!(

@@ -106,13 +106,7 @@ impl Sleeper {
                 }
             }
         }
-        self.sleeping.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if !ready() {
-            // The timeout only bounds the damage of a bug; wakes come from `wake`.
-            std::thread::park_timeout(Duration::from_millis(500));
-        }
-        self.sleeping.store(false, Ordering::SeqCst);
+        self.park_unless(ready);
         self.note_gap(avg, start);
     }
 
@@ -122,6 +116,7 @@ impl Sleeper {
         self.sleeping.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if !ready() {
+            // The timeout only bounds the damage of a bug; wakes come from `wake`.
             std::thread::park_timeout(Duration::from_millis(500));
         }
         self.sleeping.store(false, Ordering::SeqCst);

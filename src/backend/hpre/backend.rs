@@ -278,6 +278,21 @@ unsafe extern "C" fn on_complete(copy: *mut c_void) {
     });
 }
 
+/// A request for `src` → `dst` (both the key size); `cb_param` is set by the caller.
+fn wd_request(src: &mut [u8], dst: &mut [u8], op: u8, cb: Option<wd_rsa_cb>) -> wd_rsa_req {
+    wd_rsa_req {
+        src: src.as_mut_ptr().cast(),
+        dst: dst.as_mut_ptr().cast(),
+        src_bytes: src.len() as u32,
+        dst_bytes: dst.len() as u32,
+        cb,
+        cb_param: core::ptr::null_mut(),
+        status: 0,
+        data_fmt: 0,
+        op_type: op,
+    }
+}
+
 /// `input` left-padded with zeros to `k` bytes (`input.len() <= k`).
 fn left_padded(input: &[u8], k: usize) -> Zeroizing<Vec<u8>> {
     let mut v = Zeroizing::new(vec![0u8; k]);
@@ -334,17 +349,7 @@ impl HpreBackend {
         }
         let mut src = left_padded(&req.input, k);
         let mut dst = Zeroizing::new(vec![0u8; k]);
-        let mut wreq = wd_rsa_req {
-            src: src.as_mut_ptr().cast(),
-            dst: dst.as_mut_ptr().cast(),
-            src_bytes: k as u32,
-            dst_bytes: k as u32,
-            cb: None,
-            cb_param: core::ptr::null_mut(),
-            status: 0,
-            data_fmt: 0,
-            op_type: op,
-        };
+        let mut wreq = wd_request(&mut src, &mut dst, op, None);
         let do_sync = self.uadk.do_sync;
         // SAFETY: a live session of this generation and a request whose buffers outlive the
         // synchronous call.
@@ -423,17 +428,7 @@ impl Backend for HpreBackend {
             req: Some(req),
             _session: session.clone(),
         });
-        let mut wreq = wd_rsa_req {
-            src: boxed.src.as_mut_ptr().cast(),
-            dst: boxed.dst.as_mut_ptr().cast(),
-            src_bytes: k as u32,
-            dst_bytes: k as u32,
-            cb: Some(on_complete),
-            cb_param: core::ptr::null_mut(),
-            status: 0,
-            data_fmt: 0,
-            op_type: op,
-        };
+        let mut wreq = wd_request(&mut boxed.src, &mut boxed.dst, op, Some(on_complete));
         let ptr = Box::into_raw(boxed);
         wreq.cb_param = ptr.cast();
         {

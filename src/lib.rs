@@ -19,6 +19,7 @@ pub mod ffi;
 pub mod kem;
 pub mod keymgmt;
 pub mod logging;
+pub mod mb;
 pub mod names;
 pub mod pool;
 pub mod provider;

@@ -1,0 +1,329 @@
+//! Multi-buffer modular exponentiation: eight independent `base^exp mod m` per call, in
+//! radix 2^52 with the lanes interleaved, on AVX-512 IFMA (`vpmadd52luq`/`vpmadd52huq`).
+//!
+//! The safe API is [`mod_exp`]: up to eight [`Lane`]s of one [`Size`], numbers as
+//! little-endian `u64` words (the layout of `rsa::ct_limbs`), results fully reduced. The
+//! arithmetic is in `kernel` (methods and references in its docs), the lane operations in
+//! `lanes`. [`Engine::Portable`] runs the same kernel on plain `u64`s: the reference the IFMA
+//! lanes are tested against, and what tests and the secret-taint check use on a CPU without
+//! IFMA. It is far slower than libcrypto's scalar code and is never picked for production.
+//!
+//! Everything here is constant time in the moduli, bases and exponents: only the size, the
+//! lane count and `exp_bits` (public) shape loops and indices.
+
+pub mod kernel;
+pub mod lanes;
+
+use crate::error::{KaeError, KaeResult};
+use crate::rsa::ct_limbs::{self, Limbs};
+use zeroize::{Zeroize, Zeroizing};
+
+pub use lanes::ifma_available;
+
+/// Lanes per call.
+pub const LANES: usize = 8;
+
+/// The modulus sizes the kernel takes: the CRT halves of RSA-1024 to RSA-4096.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Size {
+    B512,
+    B1024,
+    B1536,
+    B2048,
+}
+
+impl Size {
+    pub const ALL: [Size; 4] = [Size::B512, Size::B1024, Size::B1536, Size::B2048];
+
+    /// Largest modulus, in bits.
+    pub const fn bits(self) -> usize {
+        match self {
+            Size::B512 => 512,
+            Size::B1024 => 1024,
+            Size::B1536 => 1536,
+            Size::B2048 => 2048,
+        }
+    }
+
+    /// 64-bit words of an operand.
+    pub const fn words(self) -> usize {
+        self.bits() / 64
+    }
+
+    /// 52-bit limbs: the smallest n with 52n ≥ bits + 2 (R ≥ 4m for almost-Montgomery).
+    pub const fn limbs52(self) -> usize {
+        (self.bits() + 2).div_ceil(52)
+    }
+
+    /// The smallest size class that holds a modulus of `bits` bits.
+    pub fn for_bits(bits: usize) -> Option<Size> {
+        Size::ALL.into_iter().find(|s| bits <= s.bits())
+    }
+}
+
+/// Which implementation of the lanes runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// AVX-512 IFMA. Only constructible through [`Engine::ifma`], which checks the CPU.
+    Ifma(IfmaToken),
+    /// Plain `u64` arithmetic (tests, and the secret-taint check without IFMA).
+    Portable,
+}
+
+/// Proof that the CPU has AVX-512F and IFMA (made only by [`Engine::ifma`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IfmaToken(());
+
+impl Engine {
+    /// The IFMA engine when this CPU has AVX-512F and AVX-512 IFMA.
+    pub fn ifma() -> Option<Engine> {
+        ifma_available().then_some(Engine::Ifma(IfmaToken(())))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Ifma(_) => "avx512-ifma",
+            Engine::Portable => "portable",
+        }
+    }
+}
+
+/// Why this CPU cannot run the IFMA kernel, or None when it can (for start-up lines).
+pub fn ifma_missing_reason() -> Option<String> {
+    if ifma_available() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let f = std::arch::is_x86_feature_detected!("avx512f");
+        Some(if f {
+            "this CPU has AVX-512F but not AVX-512 IFMA".to_string()
+        } else {
+            "this CPU has no AVX-512 (the kernel needs AVX-512F and AVX-512 IFMA)".to_string()
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Some("AVX-512 IFMA is x86_64 only".to_string())
+    }
+}
+
+/// One lane: `base^exp mod modulus`. `modulus` and `base` have `size.words()` words; `exp`
+/// has at least `exp_bits` bits (the same word count in every lane).
+#[derive(Clone, Copy)]
+pub struct Lane<'a> {
+    pub modulus: &'a [u64],
+    pub base: &'a [u64],
+    pub exp: &'a [u64],
+}
+
+/// Repacks little-endian limbs of `from` bits into `out` limbs of `to` bits (both ≤ 64).
+/// Shifts by public amounts only.
+fn repack(input: &[u64], from: u32, out: &mut [u64], to: u32) {
+    let mut acc: u128 = 0;
+    let mut have: u32 = 0;
+    let mut src = input.iter();
+    let to_mask: u128 = (1u128 << to) - 1;
+    for o in out.iter_mut() {
+        while have < to {
+            let next = src.next().copied().unwrap_or(0) as u128; // length: public
+            acc |= next << have;
+            have += from;
+        }
+        *o = (acc & to_mask) as u64;
+        acc >>= to;
+        have -= to;
+    }
+    acc.zeroize();
+}
+
+/// Copies lane-major values into the kernel's interleaved layout, `limbs` 52-bit limbs each
+/// (`from_bits` = 64: converts from words; lanes past `lanes.len()` repeat lane 0).
+fn interleave(lanes: &[&[u64]], words_to_limbs: bool, limbs: usize) -> Zeroizing<Vec<[u64; 8]>> {
+    let mut v = Zeroizing::new(vec![[0u64; LANES]; limbs]);
+    let mut one = Zeroizing::new(vec![0u64; limbs]);
+    for lane in 0..LANES {
+        let src = lanes[if lane < lanes.len() { lane } else { 0 }];
+        if words_to_limbs {
+            repack(src, 64, &mut one, 52);
+        } else {
+            one.fill(0);
+            one[..src.len()].copy_from_slice(src);
+        }
+        for (j, l) in one.iter().enumerate() {
+            v[j][lane] = *l;
+        }
+    }
+    v
+}
+
+/// `base^exp mod modulus` for each lane, fully reduced, as `size.words()` words each.
+///
+/// Errors (public facts only): no lane or more than 8, a width that does not match `size`,
+/// exponent words that differ between lanes or hold fewer than `exp_bits` bits, an even
+/// modulus or a modulus of 1.
+pub fn mod_exp(
+    engine: Engine,
+    size: Size,
+    lanes: &[Lane<'_>],
+    exp_bits: usize,
+) -> KaeResult<Vec<Limbs>> {
+    if lanes.is_empty() || lanes.len() > LANES {
+        return Err(KaeError::InvalidLength);
+    }
+    let words = size.words();
+    let exp_words = lanes[0].exp.len();
+    if exp_words * 64 < exp_bits {
+        return Err(KaeError::InvalidLength);
+    }
+    for l in lanes {
+        if l.modulus.len() != words || l.base.len() != words || l.exp.len() != exp_words {
+            return Err(KaeError::InvalidLength);
+        }
+        // Oddness and m ≠ 1 are public facts of a valid modulus; only the outcome is
+        // declassified.
+        let odd = l.modulus[0] & 1;
+        let mut one = Zeroizing::new(vec![0u64; words]);
+        one[0] = 1;
+        let is_one = ct_limbs::eq(l.modulus, &one);
+        if ct_limbs::declassify_u64(odd & (is_one ^ 1)) != 1 {
+            return Err(KaeError::InvalidModulus);
+        }
+    }
+    let n = size.limbs52();
+    let m = interleave(&lanes.iter().map(|l| l.modulus).collect::<Vec<_>>(), true, n);
+    let b = interleave(&lanes.iter().map(|l| l.base).collect::<Vec<_>>(), true, n);
+    let e = interleave(
+        &lanes.iter().map(|l| l.exp).collect::<Vec<_>>(),
+        false,
+        exp_words.max(1),
+    );
+    let mut out = Zeroizing::new(vec![[0u64; LANES]; n]);
+    match engine {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Engine::Ifma` exists only after `ifma_available()` returned true.
+        Engine::Ifma(_) => unsafe { kernel::exp_ifma(&m, &b, &e, exp_bits, &mut out) },
+        #[cfg(not(target_arch = "x86_64"))]
+        Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
+        Engine::Portable => kernel::exp_portable(&m, &b, &e, exp_bits, &mut out),
+    }
+    let mut results = Vec::with_capacity(lanes.len());
+    let mut limbs = Zeroizing::new(vec![0u64; n]);
+    for lane in 0..lanes.len() {
+        for (j, l) in limbs.iter_mut().enumerate() {
+            *l = out[j][lane];
+        }
+        let mut w: Limbs = Zeroizing::new(vec![0u64; words]);
+        repack(&limbs, 52, &mut w, 64);
+        results.push(w);
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_have_headroom_for_almost_montgomery() {
+        for s in Size::ALL {
+            assert!(52 * s.limbs52() >= s.bits() + 2, "{s:?}");
+            assert!(52 * s.limbs52() <= 64 * 40 + 52, "{s:?}: limb bound of the kernel");
+        }
+        assert_eq!(Size::for_bits(1024), Some(Size::B1024));
+        assert_eq!(Size::for_bits(1025), Some(Size::B1536));
+        assert_eq!(Size::for_bits(2048), Some(Size::B2048));
+        assert_eq!(Size::for_bits(2049), None);
+        assert_eq!(Size::for_bits(300), Some(Size::B512));
+    }
+
+    #[test]
+    fn repack_round_trips() {
+        let words: Vec<u64> = (0..16u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+        let mut limbs = vec![0u64; Size::B1024.limbs52()];
+        repack(&words, 64, &mut limbs, 52);
+        assert!(limbs.iter().all(|&l| l < (1 << 52)));
+        let mut back = vec![0u64; 16];
+        repack(&limbs, 52, &mut back, 64);
+        assert_eq!(back, words);
+    }
+
+    #[test]
+    fn small_numbers_in_every_lane() {
+        // 3^5 mod 7 = 5, 2^10 mod 1023 = 1, ... in the 512-bit class.
+        let cases: [(u64, u64, u64); 8] = [
+            (7, 3, 5),
+            (1023, 2, 10),
+            (101, 100, 0),
+            (101, 0, 7),
+            (65537, 65536, 2),
+            (3, 5, 1),
+            (99991, 12345, 99990),
+            (u64::MAX, u64::MAX - 1, 3),
+        ];
+        let w = Size::B512.words();
+        let nums: Vec<[Vec<u64>; 3]> = cases
+            .iter()
+            .map(|&(m, b, e)| {
+                let mut mv = vec![0u64; w];
+                mv[0] = m;
+                let mut bv = vec![0u64; w];
+                bv[0] = b;
+                [mv, bv, vec![e]]
+            })
+            .collect();
+        let lanes: Vec<Lane> = nums
+            .iter()
+            .map(|[m, b, e]| Lane {
+                modulus: m,
+                base: b,
+                exp: e,
+            })
+            .collect();
+        let r = mod_exp(Engine::Portable, Size::B512, &lanes, 64).unwrap();
+        for (i, &(m, b, e)) in cases.iter().enumerate() {
+            let mut want: u128 = 1;
+            for _ in 0..e.min(100_000) {
+                want = want * (b as u128 % m as u128) % m as u128;
+            }
+            if e <= 100_000 {
+                assert_eq!(r[i][0] as u128, want, "lane {i}");
+                assert!(r[i][1..].iter().all(|&x| x == 0));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_lanes_are_refused() {
+        let m = vec![8u64; 8]; // even
+        let l = Lane {
+            modulus: &m,
+            base: &m,
+            exp: &m[..1],
+        };
+        assert!(mod_exp(Engine::Portable, Size::B512, &[l], 64).is_err());
+        assert!(mod_exp(Engine::Portable, Size::B512, &[], 64).is_err());
+        let mut one = vec![0u64; 8];
+        one[0] = 1;
+        let l = Lane {
+            modulus: &one,
+            base: &one,
+            exp: &one[..1],
+        };
+        assert!(mod_exp(Engine::Portable, Size::B512, &[l], 64).is_err());
+        let l = Lane {
+            modulus: &one[..4],
+            base: &one,
+            exp: &one[..1],
+        };
+        assert!(mod_exp(Engine::Portable, Size::B512, &[l], 64).is_err());
+        let mut odd = vec![0u64; 8];
+        odd[0] = 7;
+        let l = Lane {
+            modulus: &odd,
+            base: &odd,
+            exp: &odd[..1],
+        };
+        assert!(mod_exp(Engine::Portable, Size::B512, &[l], 65).is_err());
+    }
+}

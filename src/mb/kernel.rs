@@ -211,7 +211,12 @@ fn exp_impl<V: Lanes>(
     table[n..2 * n].copy_from_slice(&tmp);
     for i in 2..TABLE {
         let (done, rest) = table.split_at_mut(i * n);
-        ctx.mul(&done[(i - 1) * n..], &done[n..2 * n], &mut t, &mut rest[..n]);
+        ctx.mul(
+            &done[(i - 1) * n..],
+            &done[n..2 * n],
+            &mut t,
+            &mut rest[..n],
+        );
     }
 
     // Windows from the top; the first takes the leftover bits (exp_bits mod WINDOW).
@@ -310,7 +315,13 @@ mod tests {
 
     #[test]
     fn neg_inv52_inverts_odd_numbers() {
-        for m0 in [1u64, 3, 0xF_FFFF_FFFF_FFFF, 0x1234_5678_9ABC_DEF1 & MASK52, MASK52 - 2] {
+        for m0 in [
+            1u64,
+            3,
+            0xF_FFFF_FFFF_FFFF,
+            0x1234_5678_9ABC_DEF1 & MASK52,
+            MASK52 - 2,
+        ] {
             let k0 = neg_inv52(m0);
             assert_eq!(m0.wrapping_mul(k0).wrapping_add(1) & MASK52, 0, "{m0:#x}");
         }

@@ -191,7 +191,11 @@ pub fn mod_exp(
         }
     }
     let n = size.limbs52();
-    let m = interleave(&lanes.iter().map(|l| l.modulus).collect::<Vec<_>>(), true, n);
+    let m = interleave(
+        &lanes.iter().map(|l| l.modulus).collect::<Vec<_>>(),
+        true,
+        n,
+    );
     let b = interleave(&lanes.iter().map(|l| l.base).collect::<Vec<_>>(), true, n);
     let e = interleave(
         &lanes.iter().map(|l| l.exp).collect::<Vec<_>>(),
@@ -228,7 +232,10 @@ mod tests {
     fn sizes_have_headroom_for_almost_montgomery() {
         for s in Size::ALL {
             assert!(52 * s.limbs52() >= s.bits() + 2, "{s:?}");
-            assert!(52 * s.limbs52() <= 64 * 40 + 52, "{s:?}: limb bound of the kernel");
+            assert!(
+                52 * s.limbs52() <= 64 * 40 + 52,
+                "{s:?}: limb bound of the kernel"
+            );
         }
         assert_eq!(Size::for_bits(1024), Some(Size::B1024));
         assert_eq!(Size::for_bits(1025), Some(Size::B1536));
@@ -239,7 +246,9 @@ mod tests {
 
     #[test]
     fn repack_round_trips() {
-        let words: Vec<u64> = (0..16u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+        let words: Vec<u64> = (0..16u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
         let mut limbs = vec![0u64; Size::B1024.limbs52()];
         repack(&words, 64, &mut limbs, 52);
         assert!(limbs.iter().all(|&l| l < (1 << 52)));

@@ -1,0 +1,328 @@
+//! The multi-buffer kernel (`kae::mb`) against num-bigint (the oracle) and OpenSSL's
+//! `BN_mod_exp`, on every size, with random and edge inputs, partial batches, lane
+//! independence and small public exponents; and its secret-taint check under valgrind.
+//!
+//! Each case runs on the portable lanes and, where the CPU has AVX-512 IFMA, on the IFMA lanes
+//! too (which must also agree with the portable ones bit for bit). Without IFMA the IFMA half
+//! is skipped with a message saying so.
+
+use kae::ffi::memcheck::{mark_public_words, mark_secret_words};
+use kae::mb::{self, Engine, Lane, Size};
+use num_bigint::BigUint;
+use std::process::Command;
+
+struct Xs(u64);
+impl Xs {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below_bits(&mut self, bits: usize) -> BigUint {
+        let w = bits.div_ceil(64);
+        let v: Vec<u64> = (0..w).map(|_| self.next()).collect();
+        from_words(&v) % (BigUint::from(1u8) << bits)
+    }
+    /// An odd modulus of exactly `bits` bits.
+    fn odd_modulus(&mut self, bits: usize) -> BigUint {
+        let mut m = self.below_bits(bits);
+        m.set_bit(bits as u64 - 1, true);
+        m.set_bit(0, true);
+        m
+    }
+}
+
+fn words(x: &BigUint, w: usize) -> Vec<u64> {
+    let mut v = x.to_u64_digits();
+    assert!(v.len() <= w, "value wider than {w} words");
+    v.resize(w, 0);
+    v
+}
+
+fn from_words(w: &[u64]) -> BigUint {
+    let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+    BigUint::from_bytes_le(&bytes)
+}
+
+fn engines() -> Vec<Engine> {
+    let mut v = vec![Engine::Portable];
+    match Engine::ifma() {
+        Some(e) => v.push(e),
+        None => eprintln!(
+            "mb_kernel: SKIPPING the AVX-512 IFMA engine: {} (portable lanes tested only)",
+            mb::ifma_missing_reason().unwrap_or_default()
+        ),
+    }
+    v
+}
+
+struct Case {
+    m: BigUint,
+    b: BigUint,
+    e: BigUint,
+}
+
+/// Runs `cases` (1 to 8 lanes) on every engine and checks each lane against num-bigint, and
+/// OpenSSL's BN_mod_exp; returns the portable results.
+fn check(size: Size, cases: &[Case], exp_bits: usize) -> Vec<BigUint> {
+    let w = size.words();
+    let ew = exp_bits.div_ceil(64).max(1);
+    let data: Vec<[Vec<u64>; 3]> = cases
+        .iter()
+        .map(|c| [words(&c.m, w), words(&c.b, w), words(&c.e, ew)])
+        .collect();
+    let lanes: Vec<Lane> = data
+        .iter()
+        .map(|[m, b, e]| Lane {
+            modulus: m,
+            base: b,
+            exp: e,
+        })
+        .collect();
+    let mut first: Option<Vec<BigUint>> = None;
+    for engine in engines() {
+        let got = mb::mod_exp(engine, size, &lanes, exp_bits).unwrap();
+        let got: Vec<BigUint> = got.iter().map(|r| from_words(r)).collect();
+        for (i, c) in cases.iter().enumerate() {
+            let want = c.b.modpow(&c.e, &c.m);
+            assert_eq!(
+                got[i],
+                want,
+                "{} {size:?} lane {i}: m={:x} b={:x} e={:x}",
+                engine.name(),
+                c.m,
+                c.b,
+                c.e
+            );
+            let mut ctx = openssl::bn::BigNumContext::new().unwrap();
+            let mut r = openssl::bn::BigNum::new().unwrap();
+            let bn = |x: &BigUint| openssl::bn::BigNum::from_slice(&x.to_bytes_be()).unwrap();
+            r.mod_exp(&bn(&c.b), &bn(&c.e), &bn(&c.m), &mut ctx)
+                .unwrap();
+            assert_eq!(
+                BigUint::from_bytes_be(&r.to_vec()),
+                got[i],
+                "OpenSSL, lane {i}"
+            );
+        }
+        match &first {
+            None => first = Some(got),
+            Some(p) => assert_eq!(p, &got, "IFMA lanes differ from the portable ones"),
+        }
+    }
+    first.unwrap()
+}
+
+#[test]
+fn random_inputs_on_every_size_with_eight_different_moduli() {
+    let mut g = Xs(0x9E37_79B9_7F4A_7C15);
+    for size in Size::ALL {
+        let bits = size.bits();
+        let cases: Vec<Case> = (0..8)
+            .map(|i| {
+                // Lanes 6 and 7: moduli narrower than the class.
+                let mbits = if i >= 6 { bits - 1 - 13 * i } else { bits };
+                let m = g.odd_modulus(mbits);
+                let b = if i == 5 {
+                    g.below_bits(bits) // not reduced: any value of the class's width
+                } else {
+                    g.below_bits(bits) % &m
+                };
+                Case {
+                    m,
+                    b,
+                    e: g.below_bits(bits),
+                }
+            })
+            .collect();
+        check(size, &cases, bits);
+    }
+}
+
+#[test]
+fn edge_values() {
+    let mut g = Xs(0x0123_4567_89AB_CDEF);
+    for size in Size::ALL {
+        let bits = size.bits();
+        let one = BigUint::from(1u8);
+        let all_ones = (&one << bits) - 1u8; // odd, every limb all ones
+        let top_only = (&one << (bits - 1)) + 1u8; // the top bit (and the low bit for oddness)
+        let m = g.odd_modulus(bits);
+        let e = g.below_bits(bits);
+        let cases = vec![
+            Case {
+                m: m.clone(),
+                b: BigUint::ZERO,
+                e: e.clone(),
+            },
+            Case {
+                m: m.clone(),
+                b: one.clone(),
+                e: e.clone(),
+            },
+            Case {
+                m: m.clone(),
+                b: &m - 1u8,
+                e: e.clone(),
+            },
+            Case {
+                m: all_ones.clone(),
+                b: &all_ones - 2u8,
+                e: e.clone(),
+            },
+            Case {
+                m: top_only.clone(),
+                b: &top_only - 1u8,
+                e: e.clone(),
+            },
+            Case {
+                m: m.clone(),
+                b: g.below_bits(bits) % &m,
+                e: BigUint::ZERO,
+            },
+            Case {
+                m: m.clone(),
+                b: g.below_bits(bits) % &m,
+                e: one.clone(),
+            },
+            Case {
+                m: top_only.clone(),
+                b: all_ones.clone() >> 1,
+                e: all_ones.clone(),
+            },
+        ];
+        check(size, &cases, bits);
+    }
+}
+
+#[test]
+fn small_public_exponents_and_partial_batches() {
+    let mut g = Xs(0xDEAD_BEEF_F00D_1234);
+    for size in Size::ALL {
+        let bits = size.bits();
+        for lanes in [1usize, 3, 7] {
+            let cases: Vec<Case> = (0..lanes)
+                .map(|i| {
+                    let m = g.odd_modulus(bits);
+                    Case {
+                        b: g.below_bits(bits) % &m,
+                        m,
+                        e: BigUint::from([65537u32, 3, 17][i % 3]),
+                    }
+                })
+                .collect();
+            check(size, &cases, 17);
+        }
+    }
+}
+
+#[test]
+fn changing_one_lane_never_changes_another() {
+    let mut g = Xs(0x5555_AAAA_1234_5678);
+    let size = Size::B1024;
+    let bits = size.bits();
+    let mut cases: Vec<Case> = (0..8)
+        .map(|_| {
+            let m = g.odd_modulus(bits);
+            Case {
+                b: g.below_bits(bits) % &m,
+                m,
+                e: g.below_bits(bits),
+            }
+        })
+        .collect();
+    let before = check(size, &cases, bits);
+    let mut changed = Vec::new();
+    for lane in [0usize, 3, 7] {
+        changed.push(lane);
+        let m = g.odd_modulus(bits - 7);
+        cases[lane] = Case {
+            b: g.below_bits(bits),
+            e: BigUint::ZERO,
+            m,
+        };
+        let after = check(size, &cases, bits);
+        assert_ne!(
+            after[lane], before[lane],
+            "lane {lane}'s own result must change"
+        );
+        for i in (0..8).filter(|i| !changed.contains(i)) {
+            assert_eq!(after[i], before[i], "lane {i} changed when lane {lane} did");
+        }
+    }
+}
+
+const CHILD: &str = "KAE_MB_TAINT_CHILD";
+
+/// Runs under valgrind (started by the test below); not a test on its own. The moduli, bases
+/// and exponents are marked undefined: any branch, address or length that depends on them is
+/// a memcheck error. valgrind has no AVX-512, so this checks the portable instantiation of the
+/// generic kernel; the IFMA one runs the same code with instruction-for-lane operations that
+/// are themselves constant time.
+#[test]
+#[ignore]
+fn taint_child() {
+    if std::env::var_os(CHILD).is_none() {
+        panic!("run by kernel_has_no_secret_dependent_branch_or_address under valgrind only");
+    }
+    let mut g = Xs(0x1357_9BDF_2468_ACE0);
+    let size = Size::B512;
+    let bits = size.bits();
+    let w = size.words();
+    let cases: Vec<(BigUint, BigUint, BigUint)> = (0..8)
+        .map(|_| {
+            let m = g.odd_modulus(bits);
+            (m.clone(), g.below_bits(bits) % &m, g.below_bits(bits))
+        })
+        .collect();
+    let data: Vec<[Vec<u64>; 3]> = cases
+        .iter()
+        .map(|(m, b, e)| [words(m, w), words(b, w), words(e, w)])
+        .collect();
+    for d in &data {
+        for v in d {
+            mark_secret_words(v);
+        }
+    }
+    let lanes: Vec<Lane> = data
+        .iter()
+        .map(|[m, b, e]| Lane {
+            modulus: m,
+            base: b,
+            exp: e,
+        })
+        .collect();
+    let got = mb::mod_exp(Engine::Portable, size, &lanes, bits).unwrap();
+    for (r, (m, b, e)) in got.iter().zip(&cases) {
+        mark_public_words(r);
+        assert_eq!(from_words(r), b.modpow(e, m));
+    }
+}
+
+#[test]
+fn kernel_has_no_secret_dependent_branch_or_address() {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("valgrind")
+        .args([
+            "--tool=memcheck",
+            "--error-exitcode=99",
+            "--track-origins=yes",
+            "-q",
+        ])
+        .arg(&exe)
+        .args(["--ignored", "--exact", "taint_child", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("valgrind must be installed (.ci/run installs it)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("1 passed"),
+        "the tainted run must have run and passed:\n{stdout}\n{err}"
+    );
+    assert!(
+        out.status.success() && !err.contains("uninitialised"),
+        "memcheck found secret-dependent control flow or addresses in the kernel:\n{err}"
+    );
+}

@@ -28,6 +28,7 @@
 #define KAE_CONF_HPRE_SYNC_QUEUES "hpre-sync-queues"
 #define KAE_CONF_HPRE_TIMEOUT_MS "hpre-timeout-ms"
 #define KAE_CONF_HPRE_POLL_US "hpre-poll-us"
+#define KAE_CONF_MULTIBUFFER "multibuffer"
 #define KAE_PARAM_BACKEND "backend"
 #define KAE_PARAM_HPRE_DEVICES "hpre-devices"
 #define KAE_PARAM_LIVE "live"

@@ -41,6 +41,9 @@ pub const KAE_CONF_HPRE_SYNC_QUEUES: &CStr = c"hpre-sync-queues";
 pub const KAE_CONF_HPRE_TIMEOUT_MS: &CStr = c"hpre-timeout-ms";
 /// Config key (env `KAE_HPRE_POLL_US`): the poller's pause between empty polls, 0 to 10000 µs.
 pub const KAE_CONF_HPRE_POLL_US: &CStr = c"hpre-poll-us";
+/// Config key (env `KAE_MULTIBUFFER`): `no` keeps `backend = auto` off the multi-buffer
+/// (AVX-512 IFMA) backend (`yes`|`no`, default `yes`).
+pub const KAE_CONF_MULTIBUFFER: &CStr = c"multibuffer";
 /// Provider parameter (UTF-8 string): the active backend (`hpre`, `mb`, `cpu`).
 pub const KAE_PARAM_BACKEND: &CStr = c"backend";
 /// Provider parameter (UTF-8 string): the HPRE devices discovery finds, and why any is unusable.

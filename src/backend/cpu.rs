@@ -17,6 +17,30 @@ pub const BATCH: usize = 8;
 /// The function a worker applies to each request (real RSA, or a stand-in in benchmarks).
 pub type ComputeFn = fn(&mut Request);
 
+/// A function that computes a whole batch at once (the multi-buffer backend).
+pub type BatchFn = Arc<dyn Fn(&mut [Request]) + Send + Sync>;
+
+/// How a worker computes what it takes from its queue.
+#[derive(Clone)]
+pub enum Work {
+    /// One request at a time; each completes as soon as it is computed.
+    Each(ComputeFn),
+    /// The whole batch in one call; all complete together.
+    Batch(BatchFn),
+}
+
+/// How workers are started.
+#[derive(Clone)]
+pub struct WorkerSpec {
+    /// Thread name prefix ("kae-cpu", "kae-mb").
+    pub name: &'static str,
+    pub work: Work,
+    /// Run workers with SCHED_IDLE: they get a CPU only when nothing else of normal priority
+    /// wants it, so on the application's own CPU they run when its thread waits, and find
+    /// every request it submitted in the meantime queued (full batches, no timer).
+    pub idle_priority: bool,
+}
+
 struct Queue {
     items: Mutex<VecDeque<Request>>,
     len: AtomicUsize,
@@ -32,7 +56,7 @@ struct Shared {
     in_flight: AtomicUsize,
     high_water: AtomicUsize,
     stop: AtomicBool,
-    compute: ComputeFn,
+    work: Work,
 }
 
 pub struct CpuBackend {
@@ -47,6 +71,21 @@ impl CpuBackend {
         depth: usize,
         completer: Arc<Completer>,
         compute: ComputeFn,
+    ) -> std::io::Result<CpuBackend> {
+        let spec = WorkerSpec {
+            name: "kae-cpu",
+            work: Work::Each(compute),
+            idle_priority: false,
+        };
+        CpuBackend::start_with(queues, depth, completer, spec)
+    }
+
+    /// Starts `queues` workers as `spec` says.
+    pub fn start_with(
+        queues: usize,
+        depth: usize,
+        completer: Arc<Completer>,
+        spec: WorkerSpec,
     ) -> std::io::Result<CpuBackend> {
         let queues = queues.max(1);
         let shared = Arc::new(Shared {
@@ -63,14 +102,27 @@ impl CpuBackend {
             in_flight: AtomicUsize::new(0),
             high_water: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
-            compute,
+            work: spec.work.clone(),
         });
         let mut workers = Vec::with_capacity(queues);
         for i in 0..queues {
             let s = shared.clone();
+            let (name, idle) = (spec.name, spec.idle_priority);
             let h = std::thread::Builder::new()
-                .name(format!("kae-cpu-{i}"))
-                .spawn(move || worker_loop(&s, i))?;
+                .name(format!("{name}-{i}"))
+                .spawn(move || {
+                    if idle && !crate::ffi::sched::make_current_thread_idle() {
+                        crate::logging::warn_rate_limited(
+                            "idle-priority",
+                            format_args!(
+                                "could not give the {} workers idle priority; they run at \
+                                 normal priority (batches may be smaller on a busy CPU)",
+                                name
+                            ),
+                        );
+                    }
+                    worker_loop(&s, i)
+                })?;
             workers.push(h);
         }
         Ok(CpuBackend {
@@ -105,13 +157,31 @@ fn worker_loop(s: &Shared, idx: usize) {
             });
             continue;
         }
+        if let Work::Batch(f) = &s.work {
+            if s.stop.load(Ordering::Acquire) {
+                batch
+                    .iter_mut()
+                    .for_each(|r| r.result = Err(crate::error::KaeError::BackendFailure));
+            } else {
+                compute_batch_caught(f, &mut batch);
+            }
+            let n = batch.len();
+            q.load.fetch_sub(n, Ordering::AcqRel);
+            s.in_flight.fetch_sub(n, Ordering::AcqRel);
+            crate::stats::in_flight_sub(n);
+            s.completer.complete_all(&mut batch);
+            continue;
+        }
+        let Work::Each(compute) = s.work.clone() else {
+            continue;
+        };
         // Each request completes as soon as it is computed: the first of a batch never waits
         // for the others (no head-of-line wait).
         for mut r in batch.drain(..) {
             if s.stop.load(Ordering::Acquire) {
                 r.result = Err(crate::error::KaeError::BackendFailure);
             } else {
-                compute_caught(s.compute, &mut r);
+                compute_caught(compute, &mut r);
             }
             // Out of flight before the waiter wakes: whoever it wakes sees consistent counts.
             q.load.fetch_sub(1, Ordering::AcqRel);
@@ -138,6 +208,22 @@ pub fn compute_caught(compute: ComputeFn, r: &mut Request) {
     }
 }
 
+/// Runs `compute` on a batch; a panic fails every request of it (no partial output) and the
+/// worker goes on.
+pub fn compute_batch_caught(compute: &BatchFn, batch: &mut [Request]) {
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compute(batch)));
+    if caught.is_err() {
+        for r in batch.iter_mut() {
+            r.output.fill(0);
+            r.result = Err(crate::error::KaeError::Panic);
+        }
+        crate::logging::warn_rate_limited(
+            "worker-panic",
+            format_args!("a batch computation panicked; its requests fail, the worker goes on"),
+        );
+    }
+}
+
 /// Test hook: how long `submit` stalls before taking a queue lock (µs), so tests can hold a
 /// submission inside the window a shutdown might race with.
 #[cfg(test)]
@@ -154,7 +240,10 @@ fn stall_for_test() {
 
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
-        super::registry::BackendKind::Cpu.name()
+        match self.shared.work {
+            Work::Each(_) => super::registry::BackendKind::Cpu.name(),
+            Work::Batch(_) => super::registry::BackendKind::MultiBuffer.name(),
+        }
     }
 
     fn submit(&self, req: Request) -> Result<(), Request> {

@@ -8,6 +8,7 @@
 pub mod cpu;
 pub mod hpre;
 pub mod key_state;
+pub mod mb;
 pub mod registry;
 
 use crate::error::KaeResult;

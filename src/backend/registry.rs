@@ -76,9 +76,10 @@ pub fn probe(kind: BackendKind, cfg: &crate::pool::PoolConfig) -> Availability {
             Ok(()) => Availability::Usable,
             Err(why) => Availability::Unusable(why),
         },
-        BackendKind::MultiBuffer => {
-            Availability::Unusable("this build of kae has no multi-buffer backend yet".into())
-        }
+        BackendKind::MultiBuffer => match crate::backend::mb::usable_here(&cfg.mb) {
+            Ok(_) => Availability::Usable,
+            Err(why) => Availability::Unusable(why),
+        },
     }
 }
 

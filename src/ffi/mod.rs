@@ -12,6 +12,7 @@ pub mod encode;
 pub mod fork;
 pub mod memcheck;
 pub mod params;
+pub mod sched;
 pub mod sys;
 
 pub use self::core::{guard, guard_ptr, Core};

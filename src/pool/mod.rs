@@ -77,6 +77,8 @@ pub struct PoolConfig {
     pub strict: bool,
     /// Settings of the HPRE backend.
     pub hpre: crate::backend::hpre::settings::HpreConfig,
+    /// Settings of the multi-buffer backend.
+    pub mb: crate::backend::mb::MbConfig,
 }
 
 impl Default for PoolConfig {
@@ -90,6 +92,7 @@ impl Default for PoolConfig {
             async_mode: AsyncMode::Auto,
             strict: false,
             hpre: Default::default(),
+            mb: Default::default(),
         }
     }
 }
@@ -474,6 +477,21 @@ fn start_selected(cfg: &PoolConfig, compute: ComputeFn) -> std::io::Result<Arc<P
                     "hpre-start",
                     format_args!(
                         "the HPRE backend did not start ({why}); CPU workers take its place"
+                    ),
+                );
+            }
+        }
+    }
+    if selected_kind() == BackendKind::MultiBuffer {
+        let completer = Arc::new(Completer::new());
+        match crate::backend::mb::start(cfg.queues, cfg.depth, &cfg.mb, completer.clone()) {
+            Ok(b) => return Pool::start_with(Box::new(b), completer),
+            Err(why) => {
+                stats::note_fallback();
+                crate::logging::warn_rate_limited(
+                    "mb-start",
+                    format_args!(
+                        "the multi-buffer backend did not start ({why}); CPU workers take its place"
                     ),
                 );
             }

@@ -57,7 +57,7 @@ pub struct Setting {
 }
 
 /// Every key kae reads from its config section.
-pub const SETTINGS: [Setting; 16] = [
+pub const SETTINGS: [Setting; 17] = [
     Setting {
         key: KAE_CONF_LOG_LEVEL,
         env: "KAE_LOG",
@@ -138,13 +138,18 @@ pub const SETTINGS: [Setting; 16] = [
         env: "KAE_HPRE_POLL_US",
         accepted: "a whole number of microseconds from 0 to 10000",
     },
+    Setting {
+        key: KAE_CONF_MULTIBUFFER,
+        env: "KAE_MULTIBUFFER",
+        accepted: "yes or no (also 1/0, on/off, true/false)",
+    },
 ];
 
 /// Keys OpenSSL itself reads from a provider section (never passed on as parameters).
 const OPENSSL_KEYS: [&str; 4] = ["module", "identity", "activate", "soft_load"];
 
 /// Environment variables without a config key: (name, accepted).
-pub const ENV_ONLY: [(&str, &str); 4] = [
+pub const ENV_ONLY: [(&str, &str); 6] = [
     ("KAE_STATS", "yes or no (publish the counter page)"),
     ("KAE_STATS_DIR", "an absolute directory path"),
     (
@@ -154,6 +159,14 @@ pub const ENV_ONLY: [(&str, &str); 4] = [
     (
         "KAE_SPIN_MAX_US",
         "a whole number of microseconds from 0 to 100000, at least KAE_SPIN_US",
+    ),
+    (
+        "KAE_MB_ENGINE",
+        "ifma or portable (portable: for tests only, far slower than the CPU backend)",
+    ),
+    (
+        "KAE_MB_FAULT_LANE",
+        "a lane number from 0 to 7 (for tests only; honoured with KAE_MB_ENGINE=portable)",
     ),
 ];
 
@@ -239,6 +252,8 @@ fn apply(cfg: &mut Config, key: &CStr, v: &str) -> Option<()> {
         cfg.pool.hpre.timeout_ms = whole_number(v, 1..=600_000)?;
     } else if key == KAE_CONF_HPRE_POLL_US {
         cfg.pool.hpre.poll_us = whole_number(v, 0..=10_000)?;
+    } else if key == KAE_CONF_MULTIBUFFER {
+        cfg.pool.mb.enabled = parse_bool(v)?;
     } else if key == KAE_CONF_LOG_LEVEL {
         crate::logging::parse_level(v)?;
         cfg.log_level = Some(v.to_owned());
@@ -272,6 +287,8 @@ pub fn build(
         }
     }
     problems.extend(check_env_only(env));
+    cfg.pool.mb.portable = env("KAE_MB_ENGINE").and_then(|v| mb_engine_is_portable(&v)) == Some(true);
+    cfg.pool.mb.fault_lane = env("KAE_MB_FAULT_LANE").and_then(|v| whole_number(&v, 0..=7)).map(|n| n as usize);
     (cfg, problems)
 }
 
@@ -293,6 +310,16 @@ fn check_env_only(env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
             problems.push(bad_env("KAE_STATS_DIR", &v, accepted("KAE_STATS_DIR")));
         }
     }
+    if let Some(v) = env("KAE_MB_ENGINE") {
+        if mb_engine_is_portable(&v).is_none() {
+            problems.push(bad_env("KAE_MB_ENGINE", &v, accepted("KAE_MB_ENGINE")));
+        }
+    }
+    if let Some(v) = env("KAE_MB_FAULT_LANE") {
+        if whole_number(&v, 0..=7).is_none() {
+            problems.push(bad_env("KAE_MB_FAULT_LANE", &v, accepted("KAE_MB_FAULT_LANE")));
+        }
+    }
     let mut spins = [None, None];
     for (i, name) in ["KAE_SPIN_US", "KAE_SPIN_MAX_US"].into_iter().enumerate() {
         if let Some(v) = env(name) {
@@ -312,6 +339,15 @@ fn check_env_only(env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
         });
     }
     problems
+}
+
+/// `KAE_MB_ENGINE`: Some(true) for `portable`, Some(false) for `ifma`.
+fn mb_engine_is_portable(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "portable" => Some(true),
+        "ifma" => Some(false),
+        _ => None,
+    }
 }
 
 /// Spin defaults (µs) when the variables are unset: 10 and 300.
@@ -528,6 +564,7 @@ mod tests {
             (KAE_CONF_HPRE_SYNC_QUEUES, "x"),
             (KAE_CONF_HPRE_TIMEOUT_MS, "0"),
             (KAE_CONF_HPRE_POLL_US, "10001"),
+            (KAE_CONF_MULTIBUFFER, "fast"),
         ] {
             let p = problems_for(&[(key, value)], &[]);
             assert_eq!(p.len(), 1, "{key:?}={value}: {p:?}");
@@ -565,6 +602,37 @@ mod tests {
         assert_eq!(h.queues, 16, "the environment wins");
         assert_eq!(h.sync, SyncMode::Direct);
         assert_eq!((h.sync_queues, h.timeout_ms, h.poll_us), (2, 250, 0));
+    }
+
+    #[test]
+    fn multibuffer_settings_are_applied_and_checked() {
+        let (cfg, p) = build(&[(KAE_CONF_MULTIBUFFER, "no".into())], None, &no_env);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(
+            cfg.pool.mb,
+            crate::backend::mb::MbConfig {
+                enabled: false,
+                portable: false,
+                fault_lane: None
+            }
+        );
+        let env = |n: &str| match n {
+            "KAE_MULTIBUFFER" => Some("yes".to_string()),
+            "KAE_MB_ENGINE" => Some("Portable".to_string()),
+            "KAE_MB_FAULT_LANE" => Some("3".to_string()),
+            _ => None,
+        };
+        let (cfg, p) = build(&[(KAE_CONF_MULTIBUFFER, "no".into())], None, &env);
+        assert!(p.is_empty(), "{p:?}");
+        assert!(cfg.pool.mb.enabled, "the environment wins");
+        assert!(cfg.pool.mb.portable);
+        assert_eq!(cfg.pool.mb.fault_lane, Some(3));
+        for (name, value) in [("KAE_MB_ENGINE", "avx2"), ("KAE_MB_FAULT_LANE", "8")] {
+            let p = problems_for(&[], &[(name, value)]);
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert!(p[0].fatal);
+            assert!(p[0].text.contains(name) && p[0].text.contains("accepted: "), "{p:?}");
+        }
     }
 
     #[test]

@@ -204,6 +204,9 @@ pub unsafe extern "C" fn OSSL_provider_init(
                     pc.hpre.sync.name()
                 );
             }
+            if selection.kind == crate::pool::BackendKind::MultiBuffer {
+                log::info!("{}", crate::backend::mb::startup_line(&pc.mb));
+            }
             log::info!(
                 "kae {} in OpenSSL {core_version}: backend {} ({}); {}, async offload {} (threads start at first use); default provider {}",
                 env!("CARGO_PKG_VERSION"),

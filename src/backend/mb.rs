@@ -1,0 +1,344 @@
+//! The multi-buffer backend: private operations of async jobs, from any thread of the
+//! process, are grouped by prime size and their CRT halves exponentiated eight lanes at a time
+//! by `mb::mod_exp` (AVX-512 IFMA).
+//!
+//! Request flow: the caller blinds (`rsa::ops::prepare_private`) and submits a
+//! `PrivateBlinded` request; a worker (SCHED_IDLE, so on the application's own CPU it runs
+//! when the application's thread waits for its jobs, and finds everything that thread
+//! submitted queued) takes up to [`BATCH`] requests, reduces each blinded input mod p and
+//! mod q, runs the halves as lanes — p and q of each request side by side, eight lanes per
+//! kernel call, so four requests fill one call and eight fill two — recombines (Garner, in
+//! constant time: `rsa::ops::recombine`) and completes them. The caller then checks each
+//! result with e and unblinds (`finish_private`): a wrong lane is caught there and recomputed
+//! without CRT, as for any backend.
+//!
+//! No timer: a group too small to pay for a kernel call (see [`min_requests`]) is computed
+//! by libcrypto's scalar code on the worker, so a lone request costs what it costs without
+//! kae's batching.
+
+use super::cpu::{BatchFn, CpuBackend, Work, WorkerSpec};
+use super::{Backend, OpKind, Request};
+use crate::error::{KaeError, KaeResult};
+use crate::mb::{self, Engine, Lane, Size};
+use crate::pool::Completer;
+use crate::rsa::ct_limbs::{self, Limbs};
+use crate::rsa::RsaKey;
+use std::sync::Arc;
+use zeroize::Zeroizing;
+
+/// Most requests a worker takes at once: two full kernel calls.
+pub const BATCH: usize = super::cpu::BATCH;
+
+/// Settings of the multi-buffer backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MbConfig {
+    /// `multibuffer = no` turns the backend off (`backend = auto` then skips it).
+    pub enabled: bool,
+    /// `KAE_MB_ENGINE=portable`: run the kernel on the portable lanes (testing only: much
+    /// slower than libcrypto; lets the batching be tested on CPUs without IFMA).
+    pub portable: bool,
+    /// `KAE_MB_FAULT_LANE=k`: corrupt lane k of every kernel call (testing only, honoured
+    /// with the portable engine only), to test that the fault check catches a bad lane.
+    pub fault_lane: Option<usize>,
+}
+
+impl Default for MbConfig {
+    fn default() -> Self {
+        MbConfig {
+            enabled: true,
+            portable: false,
+            fault_lane: None,
+        }
+    }
+}
+
+/// The engine this configuration runs on here, or why the backend cannot run.
+pub fn usable_here(cfg: &MbConfig) -> Result<Engine, String> {
+    if !cfg.enabled {
+        return Err("turned off (multibuffer = no)".into());
+    }
+    if cfg.portable {
+        return Ok(Engine::Portable);
+    }
+    Engine::ifma().ok_or_else(|| mb::ifma_missing_reason().unwrap_or_default())
+}
+
+/// The start-up line: engine, batch shape and thresholds.
+pub fn startup_line(cfg: &MbConfig) -> String {
+    let engine = usable_here(cfg).map_or("none", Engine::name);
+    format!(
+        "multi-buffer: engine {engine}; up to {BATCH} requests per worker batch, {} per kernel \
+         call (p and q halves side by side); fewest requests per call for RSA-1024/2048/3072/4096: \
+         {}/{}/{}/{} (fewer go to the scalar code); workers at idle priority",
+        mb::LANES / 2,
+        min_requests(Size::B512),
+        min_requests(Size::B1024),
+        min_requests(Size::B1536),
+        min_requests(Size::B2048)
+    )
+}
+
+/// Fewest requests of one size class worth a kernel call; smaller groups go to the scalar
+/// code. A call costs the same with 1 or 8 lanes; a request takes 2 lanes. Set from the
+/// per-call and scalar costs quoted in the issue for crypto_mb's kernel against OpenSSL 3.0 on
+/// IFMA machines (one 8-lane call of 1024-bit halves ≈ 2.2 scalar RSA-2048 operations, of
+/// 1536- and 2048-bit halves ≈ 1.4 and 1.25 scalar operations); to be re-measured with
+/// `benches/mb_kernel.rs` on IFMA hardware.
+pub const fn min_requests(size: Size) -> usize {
+    match size {
+        Size::B512 => 4,
+        Size::B1024 => 3,
+        Size::B1536 | Size::B2048 => 2,
+    }
+}
+
+/// The size class of `key`'s CRT halves, when the backend takes its private operations:
+/// two-prime keys with CRT parameters, primes up to 2048 bits.
+pub fn lane_size(key: &RsaKey) -> Option<Size> {
+    if !key.has_crt() || key.primes.len() != 2 || key.exps.len() != 2 || key.coeffs.is_empty()
+    {
+        return None;
+    }
+    // Prime sizes are public (the modulus size gives them away); declassified before use.
+    let bits = ct_limbs::declassify_usize(key.primes[0].num_bits())
+        .max(ct_limbs::declassify_usize(key.primes[1].num_bits()));
+    Size::for_bits(bits)
+}
+
+/// What the workers compute with (fixed when the backend starts).
+#[derive(Clone, Copy)]
+struct Batcher {
+    engine: Engine,
+    fault_lane: Option<usize>,
+}
+
+pub struct MbBackend {
+    workers: CpuBackend,
+}
+
+/// Starts the backend: `queues` SCHED_IDLE workers computing batches.
+pub fn start(
+    queues: usize,
+    depth: usize,
+    cfg: &MbConfig,
+    completer: Arc<Completer>,
+) -> Result<MbBackend, String> {
+    let engine = usable_here(cfg)?;
+    let batcher = Batcher {
+        engine,
+        fault_lane: cfg.fault_lane.filter(|_| engine == Engine::Portable),
+    };
+    if engine == Engine::Portable {
+        crate::logging::warn_rate_limited(
+            "mb-portable",
+            format_args!(
+                "multi-buffer backend on the PORTABLE engine (KAE_MB_ENGINE=portable): for \
+                 testing only, far slower than the CPU backend"
+            ),
+        );
+    }
+    let spec = WorkerSpec {
+        name: "kae-mb",
+        work: Work::Batch(Arc::new(move |b: &mut [Request]| batcher.compute(b)) as BatchFn),
+        idle_priority: true,
+    };
+    let workers =
+        CpuBackend::start_with(queues, depth, completer, spec).map_err(|e| e.to_string())?;
+    Ok(MbBackend { workers })
+}
+
+impl Backend for MbBackend {
+    fn name(&self) -> &'static str {
+        super::registry::BackendKind::MultiBuffer.name()
+    }
+    fn submit(&self, req: Request) -> Result<(), Request> {
+        self.workers.submit(req)
+    }
+    fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
+        self.workers.poll(out, max)
+    }
+    fn in_flight(&self) -> usize {
+        self.workers.in_flight()
+    }
+    fn shutdown(&self) {
+        self.workers.shutdown()
+    }
+    fn high_water(&self) -> usize {
+        self.workers.high_water()
+    }
+    /// Private operations of keys with a lane size; public ones stay with the caller (e is
+    /// small: a batch would only add a thread hop).
+    fn takes(&self, key: &RsaKey, kind: OpKind) -> bool {
+        let ok = kind == OpKind::PrivateBlinded && lane_size(key).is_some();
+        if !ok && kind != OpKind::Public {
+            crate::stats::note_mb_scalar(1);
+        }
+        ok
+    }
+    fn blinds_on_caller(&self) -> bool {
+        true
+    }
+}
+
+/// One request's CRT halves, ready as two lanes.
+struct Halves {
+    p: Limbs,
+    q: Limbs,
+    dp: Limbs,
+    dq: Limbs,
+    cp: Limbs,
+    cq: Limbs,
+}
+
+fn padded(x: &[u64], words: usize) -> KaeResult<Limbs> {
+    if x.len() > words {
+        return Err(KaeError::InvalidLength);
+    }
+    let mut v: Limbs = Zeroizing::new(vec![0u64; words]);
+    v[..x.len()].copy_from_slice(x);
+    Ok(v)
+}
+
+/// Reduces the blinded input mod p and mod q and gathers the key's CRT values as words of
+/// the size class (all in constant time: `ct_limbs`, `BN_bn2lebinpad`).
+fn halves(req: &Request, size: Size) -> KaeResult<Halves> {
+    let key = &req.key;
+    let crt = key.mont()?.crt.as_ref().ok_or(KaeError::MissingPrivateKey)?;
+    let w = size.words();
+    let x = crate::rsa::ops::limbs_from_be(key, &req.input)?;
+    Ok(Halves {
+        p: key.primes[0].to_limbs(w)?,
+        q: key.primes[1].to_limbs(w)?,
+        dp: key.exps[0].to_limbs(w)?,
+        dq: key.exps[1].to_limbs(w)?,
+        cp: padded(&crt.lp.reduce(&x), w)?,
+        cq: padded(&crt.lq.reduce(&x), w)?,
+    })
+}
+
+/// y = m2 + q·((m1 − m2)·qInv mod p) into the request's output (big-endian, key size).
+fn recombine_into(req: &mut Request, m1: &[u64], m2: &[u64]) -> KaeResult<()> {
+    let key = req.key.clone();
+    let mont = key.mont()?;
+    let crt = mont.crt.as_ref().ok_or(KaeError::MissingPrivateKey)?;
+    let (wp, wq) = (crt.lp.width(), crt.lq.width());
+    // The halves are below p and q: their words above the primes' widths are zero.
+    let y = crate::rsa::ops::recombine(
+        &m1[..wp],
+        &m2[..wq],
+        &crt.lp,
+        &crt.lq,
+        &crt.qinv_mont,
+        mont.ln.width(),
+    );
+    ct_limbs::write_be(&y, &mut req.output);
+    Ok(())
+}
+
+impl Batcher {
+/// The workers' batch function: groups by size class, kernel for groups big enough, scalar
+/// code for the rest.
+fn compute(&self, batch: &mut [Request]) {
+    let run = self;
+    let mut groups: Vec<(Size, Vec<usize>)> = Vec::new();
+    let mut scalar: Vec<usize> = Vec::new();
+    for (i, r) in batch.iter().enumerate() {
+        match (r.kind, lane_size(&r.key)) {
+            (OpKind::PrivateBlinded, Some(size)) => {
+                match groups.iter_mut().find(|(s, _)| *s == size) {
+                    Some((_, v)) => v.push(i),
+                    None => groups.push((size, vec![i])),
+                }
+            }
+            _ => scalar.push(i),
+        }
+    }
+    for (size, idx) in groups {
+        if idx.len() < min_requests(size) {
+            crate::stats::note_mb_scalar(idx.len());
+            scalar.extend(idx);
+        } else {
+            run_group(batch, size, &idx, run);
+        }
+    }
+    for i in scalar {
+        super::compute(&mut batch[i]);
+    }
+}
+}
+
+/// Runs the requests `idx` of one size class through the kernel, 8 lanes (4 requests) per
+/// call; a request whose preparation fails gets that error, the others go on.
+fn run_group(batch: &mut [Request], size: Size, idx: &[usize], run: &Batcher) {
+    let mut ready: Vec<(usize, Halves)> = Vec::with_capacity(idx.len());
+    for &i in idx {
+        match halves(&batch[i], size) {
+            Ok(h) => ready.push((i, h)),
+            Err(e) => batch[i].result = Err(e),
+        }
+    }
+    let per_call = mb::LANES / 2;
+    for chunk in ready.chunks(per_call) {
+        let mut lanes: Vec<Lane> = Vec::with_capacity(2 * chunk.len());
+        for (_, h) in chunk {
+            lanes.push(Lane {
+                modulus: &h.p,
+                base: &h.cp,
+                exp: &h.dp,
+            });
+            lanes.push(Lane {
+                modulus: &h.q,
+                base: &h.cq,
+                exp: &h.dq,
+            });
+        }
+        let out = mb::mod_exp(run.engine, size, &lanes, size.bits());
+        crate::stats::note_mb_batch(lanes.len());
+        match out {
+            Ok(mut out) => {
+                if let Some(k) = run.fault_lane.filter(|&k| k < out.len()) {
+                    out[k][0] ^= 1; // testing only: a wrong lane for the fault check to catch
+                }
+                for (n, (i, _)) in chunk.iter().enumerate() {
+                    let r = &mut batch[*i];
+                    r.result = recombine_into(r, &out[2 * n], &out[2 * n + 1]);
+                }
+            }
+            Err(e) => {
+                for (i, _) in chunk {
+                    batch[*i].result = Err(e);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turned_off_or_without_ifma_it_says_why() {
+        let off = MbConfig {
+            enabled: false,
+            ..Default::default()
+        };
+        assert!(usable_here(&off).unwrap_err().contains("multibuffer = no"));
+        let portable = MbConfig {
+            portable: true,
+            ..Default::default()
+        };
+        assert_eq!(usable_here(&portable), Ok(Engine::Portable));
+        match usable_here(&MbConfig::default()) {
+            Ok(e) => assert!(matches!(e, Engine::Ifma(_))),
+            Err(why) => assert!(why.contains("IFMA"), "{why}"),
+        }
+    }
+
+    #[test]
+    fn bigger_halves_need_fewer_requests_per_call() {
+        assert!(min_requests(Size::B512) >= min_requests(Size::B1024));
+        assert!(min_requests(Size::B1024) >= min_requests(Size::B2048));
+        assert!(Size::ALL.iter().all(|&s| min_requests(s) >= 2));
+    }
+}

@@ -1,0 +1,283 @@
+//! The multi-buffer backend through the provider: async jobs from several threads signing
+//! with several keys, checked against OpenSSL's default provider; batches on one CPU (the
+//! SCHED_IDLE worker runs when the application thread waits, and finds all its jobs queued);
+//! partial batches and lone requests (scalar code); a corrupted lane caught by the fault
+//! check; the backend turned off; and what `backend = mb` does without IFMA.
+//!
+//! This machine may lack AVX-512 IFMA, so the scenarios run the backend on the portable
+//! engine (`KAE_MB_ENGINE=portable`, test-only): the same batching, lanes, recombination and
+//! checks, with the kernel's arithmetic on plain u64s. kae reads its settings when the
+//! provider loads, so each scenario runs in a process of its own (`child`).
+
+mod async_support;
+mod common;
+mod procs;
+
+use async_support::*;
+use common::*;
+use procs::{run, Output};
+use std::process::Command;
+use std::time::Duration;
+
+const SCENARIO: &str = "KAE_MB_TEST_SCENARIO";
+const STALL: Duration = Duration::from_secs(60);
+
+fn scenario(name: &str, settings: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "child",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("KAE_") && k != "KAE_MODULE" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env(SCENARIO, name).env("KAE_STATS", "no");
+    for (k, v) in settings {
+        cmd.env(k, v);
+    }
+    let out = run(&mut cmd, None, Duration::from_secs(900));
+    assert!(
+        out.status.success() && out.stdout.contains(&format!("SCENARIO {name} PASSED")),
+        "scenario {name} failed\n{}",
+        out.describe()
+    );
+    for l in out.stdout.lines().filter(|l| l.starts_with("mb:")) {
+        eprintln!("[{name}] {l}");
+    }
+    out
+}
+
+const PORTABLE: [(&str, &str); 3] = [
+    ("KAE_BACKEND", "mb"),
+    ("KAE_MB_ENGINE", "portable"),
+    ("KAE_ASYNC", "yes"),
+];
+
+#[test]
+#[ignore = "started by the other tests, in a process of its own"]
+fn child() {
+    let Ok(name) = std::env::var(SCENARIO) else {
+        return;
+    };
+    match name.as_str() {
+        "threads" => threads(),
+        "one-cpu" => one_cpu(),
+        "fault" => fault(),
+        "off" => off(),
+        "named" => named_without_portable(),
+        other => panic!("unknown scenario {other}"),
+    }
+    println!("SCENARIO {name} PASSED");
+}
+
+/// `jobs` async signatures with `kp` from this thread, all in flight together; returns the
+/// problems (each compared with the default provider's signature).
+fn sign_jobs(kp: &KeyPair, tag: u64, jobs: u64) -> Vec<String> {
+    let _a = AsyncThread::init(jobs as usize);
+    let p = sig_params("pkcs1", None, None, None);
+    let mut ops = Vec::new();
+    let mut expected = Vec::new();
+    for j in 0..jobs {
+        let msg = pattern(tag * 1000 + j, 64);
+        expected.push(ok(
+            digest_sign(reference(), &kp.reference, Some("SHA256"), &p, &msg),
+            "reference",
+        ));
+        let r = Raw {
+            libctx: kae().ptr,
+            key: kp.kae.0,
+        };
+        ops.push(AsyncOp::new(format!("k{tag}-j{j}"), move || {
+            raw_digest_sign(r, c"SHA256", c"provider=kae", &msg)
+        }));
+    }
+    if let Err(e) = drive(&mut ops, STALL) {
+        return vec![e];
+    }
+    check_outputs(ops.iter().zip(expected.iter().map(|e| &e[..])))
+}
+
+fn mb_counts(c: &Counters, c0: &Counters) -> (u64, u64, u64) {
+    (
+        c.delta(c0, "mb-batches"),
+        c.delta(c0, "mb-lanes"),
+        c.delta(c0, "mb-scalar"),
+    )
+}
+
+/// Four threads, two key sizes and four keys, jobs in flight together from every thread.
+fn threads() {
+    let keys = [keypair(2048), keypair(3072)];
+    let c0 = counters(kae().prov);
+    assert_eq!(c0.backend, "mb", "kae runs on {}", c0.backend);
+    let problems: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4u64)
+            .map(|t| {
+                let kp = &keys[(t % 2) as usize];
+                s.spawn(move || sign_jobs(kp, t, 16))
+            })
+            .collect();
+        hs.into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|_| vec!["thread panicked".into()]))
+            .collect()
+    });
+    assert!(problems.is_empty(), "{problems:#?}");
+    let c1 = counters(kae().prov);
+    let (batches, lanes, scalar) = mb_counts(&c1, &c0);
+    println!("mb: 64 jobs: {batches} kernel calls, {lanes} lanes, {scalar} scalar; {c1:?}");
+    assert!(batches > 0, "no kernel call");
+    assert_eq!(lanes + 2 * scalar, 2 * 64, "every request is 2 lanes or 1 scalar op");
+    assert!(
+        lanes as f64 / batches as f64 > 2.0,
+        "batches never held more than one request"
+    );
+    assert_eq!(c1.delta(&c0, "ops-private-offloaded"), 64);
+    assert_eq!(c1.get("crt-faults"), 0, "a lane failed the fault check");
+    assert_eq!(c1.get("in-flight"), 0);
+}
+
+/// Pins this process to one CPU: the SCHED_IDLE worker then runs only when the application
+/// thread waits, so every job this thread starts is queued when the worker looks.
+fn pin_to_one_cpu() {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let mut cur: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut cur);
+        let first = (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| libc::CPU_ISSET(c, &cur))
+            .unwrap_or(0);
+        libc::CPU_SET(first, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+            0
+        );
+    }
+}
+
+/// One CPU, `async = auto`: async jobs still go to the backend, and batches hold exactly the
+/// jobs in flight: 1 or 2 jobs of RSA-2048 are computed by the scalar code (too few for a
+/// kernel call), 3 and 4 take one call (6 and 8 lanes), 8 take two, 6 of RSA-4096 two.
+fn one_cpu() {
+    pin_to_one_cpu();
+    let k2048 = keypair(2048);
+    let k4096 = keypair(4096);
+    let mut c0 = counters(kae().prov);
+    assert_eq!(c0.backend, "mb");
+    for (kp, jobs, want) in [
+        (&k2048, 1u64, (0u64, 0u64, 1u64)),
+        (&k2048, 2, (0, 0, 2)),
+        (&k2048, 3, (1, 6, 0)),
+        (&k2048, 4, (1, 8, 0)),
+        (&k2048, 8, (2, 16, 0)),
+        (&k4096, 2, (1, 4, 0)),
+        (&k4096, 6, (2, 12, 0)),
+    ] {
+        let problems = sign_jobs(kp, jobs, jobs);
+        assert!(problems.is_empty(), "{problems:#?}");
+        let c1 = counters(kae().prov);
+        let got = mb_counts(&c1, &c0);
+        println!(
+            "mb: {} bits, {jobs} jobs on one CPU: (calls, lanes, scalar) = {got:?}",
+            kp.kae.size() * 8
+        );
+        assert_eq!(got, want, "{jobs} jobs of {} bits", kp.kae.size() * 8);
+        assert_eq!(c1.delta(&c0, "ops-private-offloaded"), jobs);
+        c0 = c1;
+    }
+    assert_eq!(c0.get("crt-faults"), 0);
+}
+
+/// Lane 2 of every kernel call is corrupted (test knob): the fault check catches each bad
+/// result and recomputes it, so every signature is still right and crt-faults counts them.
+fn fault() {
+    let kp = keypair(2048);
+    let c0 = counters(kae().prov);
+    let problems = sign_jobs(&kp, 1, 16);
+    assert!(problems.is_empty(), "{problems:#?}");
+    let c1 = counters(kae().prov);
+    let (batches, _, _) = mb_counts(&c1, &c0);
+    println!("mb: fault lane 2: {batches} calls, {} crt-faults", c1.delta(&c0, "crt-faults"));
+    assert!(batches > 0);
+    assert!(
+        c1.delta(&c0, "crt-faults") > 0,
+        "a corrupted lane was not caught by the fault check"
+    );
+}
+
+/// `multibuffer = no`: `backend = auto` does not pick it, even where it could run.
+fn off() {
+    let c = counters(kae().prov);
+    assert_ne!(c.backend, "mb");
+    let kp = keypair(2048);
+    let problems = sign_jobs(&kp, 1, 4);
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(mb_counts(&counters(kae().prov), &c), (0, 0, 0));
+}
+
+/// `backend = mb` without the portable engine: IFMA machines run it, others fall back to the
+/// CPU backend.
+fn named_without_portable() {
+    let c = counters(kae().prov);
+    let kp = keypair(2048);
+    let problems = sign_jobs(&kp, 1, 8);
+    assert!(problems.is_empty(), "{problems:#?}");
+    if kae::mb::ifma_available() {
+        assert_eq!(c.backend, "mb");
+    } else {
+        assert_eq!(c.backend, "cpu");
+        assert_eq!(mb_counts(&counters(kae().prov), &c), (0, 0, 0));
+    }
+}
+
+#[test]
+fn async_jobs_from_several_threads_and_keys_match_the_default_provider() {
+    scenario("threads", &PORTABLE);
+}
+
+#[test]
+fn on_one_cpu_batches_hold_the_jobs_in_flight_and_lone_requests_go_scalar() {
+    let mut s = PORTABLE.to_vec();
+    s[2] = ("KAE_ASYNC", "auto");
+    scenario("one-cpu", &s);
+}
+
+#[test]
+fn a_corrupted_lane_is_caught_by_the_fault_check() {
+    let mut s = PORTABLE.to_vec();
+    s.push(("KAE_MB_FAULT_LANE", "2"));
+    scenario("fault", &s);
+}
+
+#[test]
+fn multibuffer_no_keeps_auto_off_the_backend() {
+    scenario(
+        "off",
+        &[
+            ("KAE_BACKEND", "auto"),
+            ("KAE_MULTIBUFFER", "no"),
+            ("KAE_MB_ENGINE", "portable"),
+            ("KAE_ASYNC", "yes"),
+        ],
+    );
+}
+
+#[test]
+fn backend_mb_without_ifma_warns_and_runs_on_the_cpu() {
+    let out = scenario(
+        "named",
+        &[("KAE_BACKEND", "mb"), ("KAE_ASYNC", "yes"), ("KAE_LOG", "warn")],
+    );
+    if !kae::mb::ifma_available() {
+        assert!(
+            out.stderr.contains("AVX-512"),
+            "the warning must say why mb cannot run:\n{}",
+            out.describe()
+        );
+    }
+}

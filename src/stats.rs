@@ -89,6 +89,19 @@ pub fn note_hw_faults(n: u64) {
     counters().values[idx::HW_FAULTS].fetch_add(n, Ordering::Relaxed);
 }
 
+/// The multi-buffer backend ran one kernel call (an 8-lane batch) with `lanes` lanes of real
+/// work (a lane is one CRT half of one request).
+pub fn note_mb_batch(lanes: usize) {
+    let c = counters();
+    c.values[idx::MB_BATCHES].fetch_add(1, Ordering::Relaxed);
+    c.values[idx::MB_LANES].fetch_add(lanes as u64, Ordering::Relaxed);
+}
+/// The multi-buffer backend computed `n` private requests on the scalar (OpenSSL) path
+/// instead (their batch was too small, or the key did not fit a lane).
+pub fn note_mb_scalar(n: usize) {
+    counters().values[idx::MB_SCALAR].fetch_add(n as u64, Ordering::Relaxed);
+}
+
 pub fn note_crt_fault() {
     bump(idx::CRT_FAULTS);
 }
@@ -114,13 +127,17 @@ pub fn snapshot() -> Snapshot {
 
 /// One line for logs (printed at provider teardown or process exit with `KAE_LOG=info`).
 /// Scripts and tests parse it: keep the leading `private ops N ok / M failed` shape. The
-/// logger puts `kae[PID] INFO: ` in front.
+/// logger puts `kae[PID] INFO: ` in front. The average lanes per multi-buffer batch reads
+/// `0.0` when no batch ran.
 pub fn summary_line() -> String {
-    let s = snapshot();
+    summary_of(&snapshot())
+}
+
+fn summary_of(s: &Snapshot) -> String {
     format!(
         "summary: private ops {} ok / {} failed ({} offloaded), public ops {} ok / {} failed ({} offloaded), \
          async pauses {}, spurious resumes {}, queue-full retries {}, fallbacks {}, CRT faults {}, \
-         HW faults {}",
+         HW faults {}, MB batches {} (avg {} lanes), MB scalar {}",
         s.private_ok(),
         s.get(idx::PRIVATE_ERRORS),
         s.get(idx::PRIVATE_OFFLOADED),
@@ -132,7 +149,10 @@ pub fn summary_line() -> String {
         s.get(idx::QUEUE_FULL_RETRIES),
         s.get(idx::FALLBACKS),
         s.get(idx::CRT_FAULTS),
-        s.get(idx::HW_FAULTS)
+        s.get(idx::HW_FAULTS),
+        s.get(idx::MB_BATCHES),
+        s.mb_lanes_per_batch().as_deref().unwrap_or("0.0"),
+        s.get(idx::MB_SCALAR)
     )
 }
 
@@ -453,6 +473,52 @@ mod tests {
             )
         }
         .to_vec()
+    }
+
+    /// Nothing else in the library's tests counts multi-buffer work: the deltas are ours.
+    #[test]
+    fn multi_buffer_notes_bump_their_slots() {
+        let before = snapshot();
+        note_mb_batch(8);
+        note_mb_batch(5);
+        note_mb_scalar(3);
+        note_mb_scalar(0);
+        let after = snapshot();
+        let delta = |i: usize| after.get(i) - before.get(i);
+        assert_eq!(delta(idx::MB_BATCHES), 2);
+        assert_eq!(delta(idx::MB_LANES), 13);
+        assert_eq!(delta(idx::MB_SCALAR), 3);
+    }
+
+    #[test]
+    fn summary_line_ends_with_the_multi_buffer_counters() {
+        let mut s = Snapshot::default();
+        s.0[idx::PRIVATE_INLINE] = 4;
+        s.0[idx::PRIVATE_OFFLOADED] = 6;
+        s.0[idx::HW_FAULTS] = 1;
+        let none = summary_of(&s);
+        assert!(
+            none.starts_with("summary: private ops 10 ok / 0 failed (6 offloaded), public ops "),
+            "{none}"
+        );
+        assert!(
+            none.ends_with(", HW faults 1, MB batches 0 (avg 0.0 lanes), MB scalar 0"),
+            "{none}"
+        );
+        s.0[idx::MB_BATCHES] = 4;
+        s.0[idx::MB_LANES] = 30;
+        s.0[idx::MB_SCALAR] = 2;
+        let some = summary_of(&s);
+        assert!(
+            some.ends_with(", HW faults 1, MB batches 4 (avg 7.5 lanes), MB scalar 2"),
+            "{some}"
+        );
+        assert_eq!(
+            some,
+            "summary: private ops 10 ok / 0 failed (6 offloaded), public ops 0 ok / 0 failed (0 offloaded), \
+             async pauses 0, spurious resumes 0, queue-full retries 0, fallbacks 0, CRT faults 0, \
+             HW faults 1, MB batches 4 (avg 7.5 lanes), MB scalar 2"
+        );
     }
 
     #[test]

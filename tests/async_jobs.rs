@@ -274,6 +274,10 @@ fn fd_wakeup_three_threads_eight_jobs_each() {
         after.get("queue-high-water") >= 1,
         "queue-high-water never rose: {after:?}"
     );
+    // Reported (counters() panics on a missing one), and untouched by the CPU backend.
+    for n in ["mb-batches", "mb-lanes", "mb-scalar"] {
+        assert_eq!(after.get(n), 0, "{n} on the cpu backend: {after:?}");
+    }
 }
 
 #[test]

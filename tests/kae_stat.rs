@@ -205,6 +205,116 @@ fn page_of_a_recycled_pid_is_not_shown() {
     assert!(!page.exists());
 }
 
+/// A page for our own (live) pid with our start time, in the format `version` at `size` bytes,
+/// with the multi-buffer counters set (their offsets in format 3) when the page has room.
+fn own_page(dir: &Path, version: u32, size: usize) -> PathBuf {
+    let mut bytes = vec![0u8; size];
+    bytes[..8].copy_from_slice(b"KAESTAT\0");
+    bytes[8..12].copy_from_slice(&version.to_le_bytes());
+    let pid = std::process::id();
+    bytes[12..16].copy_from_slice(&pid.to_le_bytes());
+    let start = kae_counters::scan::start_ticks_of(pid).expect("our own start time");
+    bytes[16..24].copy_from_slice(&start.to_le_bytes());
+    bytes[24..26].copy_from_slice(b"mb");
+    let mut set = |i: usize, v: u64| {
+        let o = 72 + 8 * i;
+        if o + 8 <= size {
+            bytes[o..o + 8].copy_from_slice(&v.to_le_bytes());
+        }
+    };
+    set(kae::stats::idx::PRIVATE_INLINE, 40);
+    set(kae::stats::idx::MB_BATCHES, 6);
+    set(kae::stats::idx::MB_LANES, 45);
+    set(kae::stats::idx::MB_SCALAR, 3);
+    user_dir(dir);
+    let page = page_path(dir, pid);
+    std::fs::write(&page, &bytes).unwrap();
+    page
+}
+
+/// The multi-buffer counters of a page: `MBBAT`, `MBLN` (average lanes per batch, one
+/// decimal) and `MBSCL` at the end of the table, the raw values in --json.
+#[test]
+fn multi_buffer_columns_and_json() {
+    let dir = TempDir::new("stat-mb");
+    own_page(dir.path(), kae::stats::VERSION, kae::stats::PAGE_SIZE);
+    let table = kae_stat(dir.path(), &[]);
+    let mut lines = table.lines();
+    let head: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        head[head.len() - 4..],
+        ["HWFLT", "MBBAT", "MBLN", "MBSCL"],
+        "{table}"
+    );
+    let pid = std::process::id().to_string();
+    let mine: Vec<&str> = lines
+        .find(|l| l.split_whitespace().next() == Some(pid.as_str()))
+        .unwrap_or_else(|| panic!("no row for our pid:\n{table}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(mine.len(), head.len(), "{table}");
+    assert_eq!(mine[mine.len() - 4..], ["0", "6", "7.5", "3"], "{table}");
+    let total: Vec<&str> = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("TOTAL"))
+        .unwrap_or_else(|| panic!("no TOTAL row:\n{table}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(total[total.len() - 3..], ["6", "7.5", "3"], "{table}");
+
+    let json = kae_stat(dir.path(), &["--json"]);
+    assert_eq!(procs(&json), vec![(std::process::id(), 40)]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    for (k, want) in [("mb_batches", 6), ("mb_lanes", 45), ("mb_scalar", 3)] {
+        assert_eq!(v["processes"][0][k], want, "{k}: {json}");
+        assert_eq!(v["total"][k], want, "{k} (total): {json}");
+    }
+}
+
+/// No batch yet: `MBLN` reads `-`, not 0.0 or a division by zero.
+#[test]
+fn multi_buffer_average_without_a_batch_is_a_dash() {
+    let dir = TempDir::new("stat-mb-none");
+    let page = own_page(dir.path(), kae::stats::VERSION, kae::stats::PAGE_SIZE);
+    let mut bytes = std::fs::read(&page).unwrap();
+    let batches = 72 + 8 * kae::stats::idx::MB_BATCHES;
+    bytes[batches..batches + 8].fill(0);
+    std::fs::write(&page, &bytes).unwrap();
+    let table = kae_stat(dir.path(), &[]);
+    let pid = std::process::id().to_string();
+    let mine: Vec<&str> = table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(pid.as_str()))
+        .unwrap_or_else(|| panic!("no row for our pid:\n{table}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(mine[mine.len() - 3..], ["0", "-", "3"], "{table}");
+}
+
+/// A page of the previous format (2: 184 bytes, no multi-buffer slots) of a live process is
+/// not read, as any page of another format: not shown and left in place (its process is
+/// alive; only pages of dead processes are removed). The same at the new size.
+#[test]
+fn format_2_page_of_a_live_process_is_not_shown() {
+    assert_eq!(kae::stats::VERSION, 3);
+    for size in [184, kae::stats::PAGE_SIZE] {
+        let dir = TempDir::new("stat-format2");
+        let page = own_page(dir.path(), 2, size);
+        assert!(
+            procs(&kae_stat(dir.path(), &["--json"])).is_empty(),
+            "{size} bytes"
+        );
+        assert!(
+            kae_stat(dir.path(), &[]).contains("no process has kae loaded"),
+            "{size} bytes"
+        );
+        assert!(
+            page.exists(),
+            "{size} bytes: the page of a live process is kept"
+        );
+    }
+}
+
 /// `openssl list -providers -verbose` shows kae's static build-info line (OpenSSL keeps the
 /// pointer, so it never changes) and lists the `live` parameter, where the live numbers are
 /// (tests/security.rs reads it); the numbers themselves are kae-stat's job.

@@ -21,7 +21,15 @@ pub mod idx {
     /// Accelerator requests that failed (error status, timeout, refused submit) and were
     /// redone on the CPU.
     pub const HW_FAULTS: usize = 13;
-    pub const COUNT: usize = 14;
+    /// Kernel calls (8-lane batches) the multi-buffer backend ran.
+    pub const MB_BATCHES: usize = 14;
+    /// Lanes filled with real work, summed over those batches (a lane is one CRT half of one
+    /// request): the average lanes per batch is `MB_LANES / MB_BATCHES`.
+    pub const MB_LANES: usize = 15;
+    /// Private requests the multi-buffer backend computed on the scalar (OpenSSL) path instead,
+    /// because their batch was too small or the key did not fit a lane.
+    pub const MB_SCALAR: usize = 16;
+    pub const COUNT: usize = 17;
 }
 
 /// Names of the slots (also the provider parameter names, with '-'; `kae-stat --json` uses
@@ -41,6 +49,9 @@ pub const NAMES: [&str; idx::COUNT] = [
     "queue-high-water",
     "in-flight",
     "hw-faults",
+    "mb-batches",
+    "mb-lanes",
+    "mb-scalar",
 ];
 
 /// The counters of a page: relaxed atomics, bumped by the process that owns the page.
@@ -84,7 +95,7 @@ pub const MAGIC: [u8; 8] = *b"KAESTAT\0";
 /// Magic of a page its process no longer uses (it moved to another uid's directory, or could
 /// not remove it at exit): skipped by readers, removed by `kae-stat`.
 pub const MOVED: [u8; 8] = *b"KAEMOVD\0";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 // The on-disk format: offsets readers rely on (a change here is a VERSION bump).
 const _: () = {
@@ -114,6 +125,16 @@ impl Snapshot {
     }
     pub fn public_ok(&self) -> u64 {
         self.0[idx::PUBLIC_INLINE] + self.0[idx::PUBLIC_OFFLOADED]
+    }
+    /// Average lanes per multi-buffer batch with one decimal (`"7.5"`, rounded half up);
+    /// None when no batch ran.
+    pub fn mb_lanes_per_batch(&self) -> Option<String> {
+        let batches = self.0[idx::MB_BATCHES] as u128;
+        if batches == 0 {
+            return None;
+        }
+        let tenths = (self.0[idx::MB_LANES] as u128 * 10 + batches / 2) / batches;
+        Some(format!("{}.{}", tenths / 10, tenths % 10))
     }
 }
 
@@ -178,6 +199,7 @@ mod tests {
         };
         page.counters.values[idx::PRIVATE_OFFLOADED].store(9, Ordering::Relaxed);
         page.counters.values[idx::IN_FLIGHT].store(3, Ordering::Relaxed);
+        page.counters.values[idx::MB_SCALAR].store(11, Ordering::Relaxed);
         // SAFETY: reading the bytes of a repr(C) value we own.
         let bytes =
             unsafe { core::slice::from_raw_parts((&page as *const Page).cast::<u8>(), PAGE_SIZE) };
@@ -185,31 +207,61 @@ mod tests {
         assert_eq!((pid, start, backend.as_str()), (42, 777, "cpu"));
         assert_eq!(s.get(idx::PRIVATE_OFFLOADED), 9);
         assert_eq!(s.get(idx::IN_FLIGHT), 3);
+        assert_eq!(s.get(idx::MB_SCALAR), 11);
         let mut bad = bytes.to_vec();
         bad[0] = b'X';
         assert!(parse_page(&bad).is_none(), "wrong magic is rejected");
+        for old in [1u8, 2] {
+            let mut bad = bytes.to_vec();
+            bad[8] = old;
+            assert!(parse_page(&bad).is_none(), "format {old} is rejected");
+        }
         let mut bad = bytes.to_vec();
-        bad[8] = 1;
-        assert!(parse_page(&bad).is_none(), "another version is rejected");
+        bad[8] = 4;
+        assert!(parse_page(&bad).is_none(), "a newer format is rejected");
         assert!(parse_page(&bytes[..PAGE_SIZE - 1]).is_none(), "short");
+    }
+
+    /// A page of the previous format (2, before the multi-buffer slots), as that kae wrote it:
+    /// 184 bytes, version 2. Refused whole (no partial reading of the slots it has).
+    #[test]
+    fn format_2_page_is_refused() {
+        let mut b = vec![0u8; 184];
+        b[..8].copy_from_slice(b"KAESTAT\0");
+        b[8..12].copy_from_slice(&2u32.to_le_bytes());
+        b[12..16].copy_from_slice(&4321u32.to_le_bytes());
+        b[24..27].copy_from_slice(b"cpu");
+        b[176..184].copy_from_slice(&6u64.to_le_bytes()); // hw-faults, the last slot of format 2
+        assert!(parse_page(&b).is_none(), "too short for format 3");
+        b.resize(PAGE_SIZE, 0);
+        assert!(
+            parse_page(&b).is_none(),
+            "version 2 at the size of format 3"
+        );
     }
 
     /// The format as bytes, written by hand: what kae-stat of an earlier build reads.
     #[test]
     fn page_bytes_are_the_documented_format() {
-        assert_eq!(PAGE_SIZE, 184);
+        assert_eq!(PAGE_SIZE, 208);
         let mut b = vec![0u8; PAGE_SIZE];
         b[..8].copy_from_slice(b"KAESTAT\0");
-        b[8..12].copy_from_slice(&2u32.to_le_bytes());
+        b[8..12].copy_from_slice(&3u32.to_le_bytes());
         b[12..16].copy_from_slice(&4321u32.to_le_bytes());
         b[16..24].copy_from_slice(&99u64.to_le_bytes());
         b[24..28].copy_from_slice(b"hpre");
         b[72 + 8 * idx::ASYNC_PAUSES..][..8].copy_from_slice(&5u64.to_le_bytes());
         b[176..184].copy_from_slice(&6u64.to_le_bytes()); // hw-faults, added in format 2
+        b[184..192].copy_from_slice(&7u64.to_le_bytes()); // mb-batches, added in format 3
+        b[192..200].copy_from_slice(&8u64.to_le_bytes()); // mb-lanes, added in format 3
+        b[200..208].copy_from_slice(&9u64.to_le_bytes()); // mb-scalar, added in format 3
         let (pid, start, backend, s) = parse_page(&b).unwrap();
         assert_eq!((pid, start, backend.as_str()), (4321, 99, "hpre"));
         assert_eq!(s.get(idx::ASYNC_PAUSES), 5);
         assert_eq!(s.get(idx::HW_FAULTS), 6);
+        assert_eq!(s.get(idx::MB_BATCHES), 7);
+        assert_eq!(s.get(idx::MB_LANES), 8);
+        assert_eq!(s.get(idx::MB_SCALAR), 9);
         assert_eq!(s.errors() + s.private_ok() + s.public_ok(), 0);
     }
 
@@ -221,9 +273,34 @@ mod tests {
         b.0[idx::PRIVATE_INLINE] = 3;
         a.0[idx::QUEUE_HIGH_WATER] = 7;
         b.0[idx::QUEUE_HIGH_WATER] = 4;
+        a.0[idx::MB_BATCHES] = 1;
+        b.0[idx::MB_BATCHES] = 3;
+        a.0[idx::MB_LANES] = 8;
+        b.0[idx::MB_LANES] = 16;
         let t = total([&a, &b]);
         assert_eq!(t.get(idx::PRIVATE_INLINE), 5);
+        assert_eq!(t.get(idx::MB_BATCHES), 4);
+        assert_eq!(t.get(idx::MB_LANES), 24);
+        assert_eq!(t.mb_lanes_per_batch().as_deref(), Some("6.0"));
         assert_eq!(t.get(idx::QUEUE_HIGH_WATER), 7);
+    }
+
+    #[test]
+    fn average_lanes_per_batch_has_one_decimal() {
+        let avg = |batches: u64, lanes: u64| {
+            let mut s = Snapshot::default();
+            s.0[idx::MB_BATCHES] = batches;
+            s.0[idx::MB_LANES] = lanes;
+            s.mb_lanes_per_batch()
+        };
+        assert_eq!(avg(0, 0), None);
+        assert_eq!(avg(0, 5), None, "lanes without a batch (a torn read)");
+        assert_eq!(avg(1, 8), Some("8.0".into()));
+        assert_eq!(avg(2, 15), Some("7.5".into()));
+        assert_eq!(avg(3, 7), Some("2.3".into()));
+        assert_eq!(avg(3, 20), Some("6.7".into()));
+        assert_eq!(avg(20, 1), Some("0.1".into()), "0.05 rounds up");
+        assert_eq!(avg(u64::MAX, u64::MAX), Some("1.0".into()), "no overflow");
     }
 
     #[test]

@@ -694,7 +694,7 @@ pub fn raw_pkey_sign(ctx: *mut EVP_PKEY_CTX, siglen: usize, tbs: &[u8]) -> JobRe
 // kae counters (provider parameters)
 // ---------------------------------------------------------------------------------------------
 
-pub const COUNTER_NAMES: [&str; 13] = [
+pub const COUNTER_NAMES: [&str; 16] = [
     "ops-private-inline",
     "ops-private-offloaded",
     "ops-public-inline",
@@ -708,6 +708,9 @@ pub const COUNTER_NAMES: [&str; 13] = [
     "queue-high-water",
     "in-flight",
     "hw-faults",
+    "mb-batches",
+    "mb-lanes",
+    "mb-scalar",
 ];
 
 /// kae's counters and backend, as reported by `OSSL_PROVIDER_get_params`.

@@ -1,0 +1,468 @@
+//! The multi-buffer kernel (`kae::mb`) against OpenSSL's own RSA private operation, per
+//! request, for RSA-2048, 3072 and 4096.
+//!
+//! Per size, in the criterion group `mb_kernel-rsa<bits>`:
+//! - `openssl-private`: one `RSA_private_encrypt` with no padding (OpenSSL's CRT with
+//!   blinding) of a random input below n, on one core: µs per request = the iteration time.
+//! - `<engine>-8req-2calls`: the exponentiations of a full batch of 8 requests, i.e. their 16
+//!   CRT halves as 2 calls of 8 lanes (the p halves of the 8 requests, then the q halves):
+//!   µs per request = iteration time / 8.
+//! - `<engine>-4req-1call`: the p and q halves of 4 requests in ONE call of 8 lanes:
+//!   µs per request = iteration time / 4.
+//!
+//! Each lane is `c^dp mod p` or `c^dq mod q` with the key's p, q, dmp1, dmq1 and the base
+//! `c mod p` / `c mod q` computed beforehand. So the kernel's figures cover the
+//! exponentiations (with `mb::mod_exp`'s conversions to and from radix 2^52) but not the
+//! reductions of c, the CRT recombination, blinding or the fault check that a complete private
+//! operation adds; OpenSSL's figure covers all of those. Before timing, the 1-call shape is
+//! checked: its results, recombined, must equal OpenSSL's output for the same inputs.
+//!
+//! The engine is AVX-512 IFMA when this CPU has it. Without it the bench says so and measures
+//! the portable reference engine (plain u64, slow, never used in production) so that it still
+//! runs; its rows are labelled `portable`.
+//!
+//! At the end it prints a table of criterion's medians (µs per request and the ratio
+//! OpenSSL / kernel). Under `--test` every benchmark runs once and the table shows those single
+//! runs instead, marked as such.
+//!
+//! Run: `cargo bench --bench mb_kernel`; `MB_BENCH_SIZES=2048,4096` limits the sizes (RSA
+//! modulus bits; 1024 is accepted too); `cargo bench --bench mb_kernel -- --test` is a quick
+//! smoke run.
+
+use criterion::{Criterion, SamplingMode, Throughput};
+use kae::mb::{self, Engine, Lane, Size};
+use openssl::bn::{BigNum, BigNumContext, BigNumRef};
+use openssl::rsa::{Padding, Rsa};
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Requests in the full batch (2 calls of 8 lanes).
+const BATCH: usize = 8;
+/// Requests whose p and q halves fill one call of 8 lanes.
+const HALF_BATCH: usize = mb::LANES / 2;
+
+const ID_OPENSSL: &str = "openssl-private";
+
+/// Per-iteration times (ns) of every timed call, by `<group>/<id>`: the table's source under
+/// `--test`, where criterion stores no estimates.
+static RECORDED: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
+
+fn record(group: &str, id: &str, iters: u64, elapsed: Duration) {
+    RECORDED.lock().unwrap().push((
+        format!("{group}/{id}"),
+        elapsed.as_nanos() as f64 / iters.max(1) as f64,
+    ));
+}
+
+/// `x` as little-endian u64 words, zero-padded to `w` words.
+fn words(x: &BigNumRef, w: usize) -> Vec<u64> {
+    let be = x
+        .to_vec_padded((w * 8) as i32)
+        .expect("value wider than its size class");
+    be.rchunks(8)
+        .map(|c| u64::from_be_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn from_words(w: &[u64]) -> BigNum {
+    let be: Vec<u8> = w.iter().rev().flat_map(|x| x.to_be_bytes()).collect();
+    BigNum::from_slice(&be).unwrap()
+}
+
+/// One CRT half of a key: modulus (p or q) and exponent (dp or dq), as words.
+struct Half {
+    modulus: Vec<u64>,
+    exp: Vec<u64>,
+    /// The base of each request, `c mod modulus`.
+    bases: Vec<Vec<u64>>,
+}
+
+impl Half {
+    fn lane(&self, request: usize) -> Lane<'_> {
+        Lane {
+            modulus: &self.modulus,
+            base: &self.bases[request],
+            exp: &self.exp,
+        }
+    }
+}
+
+/// One key size: the key, BATCH random inputs below n, and both CRT halves.
+struct Case {
+    bits: u32,
+    size: Size,
+    rsa: Rsa<openssl::pkey::Private>,
+    inputs: Vec<Vec<u8>>,
+    p: Half,
+    q: Half,
+}
+
+impl Case {
+    fn new(bits: u32) -> Case {
+        let size = Size::for_bits(bits as usize / 2)
+            .unwrap_or_else(|| panic!("RSA-{bits}: no kernel size for its CRT halves"));
+        let rsa = Rsa::generate(bits).unwrap();
+        let n_len = rsa.size() as i32;
+        let mut ctx = BigNumContext::new().unwrap();
+        let mut cs = Vec::new();
+        for _ in 0..BATCH {
+            let mut c = BigNum::new().unwrap();
+            rsa.n().rand_range(&mut c).unwrap();
+            cs.push(c);
+        }
+        let half = |m: &BigNumRef, d: &BigNumRef, ctx: &mut BigNumContext| {
+            assert_eq!(
+                Size::for_bits(m.num_bits() as usize),
+                Some(size),
+                "RSA-{bits}: a prime outside the {size:?} class"
+            );
+            let bases = cs
+                .iter()
+                .map(|c| {
+                    let mut r = BigNum::new().unwrap();
+                    r.nnmod(c, m, ctx).unwrap();
+                    words(&r, size.words())
+                })
+                .collect();
+            Half {
+                modulus: words(m, size.words()),
+                exp: words(d, size.words()),
+                bases,
+            }
+        };
+        let p = half(rsa.p().unwrap(), rsa.dmp1().unwrap(), &mut ctx);
+        let q = half(rsa.q().unwrap(), rsa.dmq1().unwrap(), &mut ctx);
+        let inputs = cs.iter().map(|c| c.to_vec_padded(n_len).unwrap()).collect();
+        Case {
+            bits,
+            size,
+            rsa,
+            inputs,
+            p,
+            q,
+        }
+    }
+
+    /// Exponent bits handed to the kernel: the size class (public, the same for every key).
+    fn exp_bits(&self) -> usize {
+        self.size.bits()
+    }
+
+    fn openssl_private(&self, input: &[u8], out: &mut [u8]) {
+        let n = self
+            .rsa
+            .private_encrypt(input, out, Padding::NONE)
+            .expect("RSA_private_encrypt");
+        assert_eq!(n, out.len());
+    }
+
+    /// The lanes of the 1-call shape: p halves of requests 0..4, then their q halves.
+    fn one_call_lanes(&self) -> Vec<Lane<'_>> {
+        (0..HALF_BATCH)
+            .map(|i| self.p.lane(i))
+            .chain((0..HALF_BATCH).map(|i| self.q.lane(i)))
+            .collect()
+    }
+
+    /// Runs the 1-call shape once and checks every request against OpenSSL: the CRT
+    /// recombination of its two lanes must be OpenSSL's private-operation output.
+    fn verify(&self, engine: Engine) {
+        let r = mb::mod_exp(engine, self.size, &self.one_call_lanes(), self.exp_bits())
+            .expect("mb::mod_exp");
+        let mut ctx = BigNumContext::new().unwrap();
+        let (p, q, qinv) = (
+            self.rsa.p().unwrap(),
+            self.rsa.q().unwrap(),
+            self.rsa.iqmp().unwrap(),
+        );
+        let mut out = vec![0u8; self.rsa.size() as usize];
+        for i in 0..HALF_BATCH {
+            let (mp, mq) = (from_words(&r[i]), from_words(&r[HALF_BATCH + i]));
+            // m = mq + q · (qinv · (mp − mq) mod p)
+            let mut d = BigNum::new().unwrap();
+            d.mod_sub(&mp, &mq, p, &mut ctx).unwrap();
+            let mut h = BigNum::new().unwrap();
+            h.mod_mul(&d, qinv, p, &mut ctx).unwrap();
+            let mut hq = BigNum::new().unwrap();
+            hq.checked_mul(&h, q, &mut ctx).unwrap();
+            let mut m = BigNum::new().unwrap();
+            m.checked_add(&hq, &mq).unwrap();
+            self.openssl_private(&self.inputs[i], &mut out);
+            assert_eq!(
+                m.to_vec_padded(out.len() as i32).unwrap(),
+                out,
+                "RSA-{}: the {} kernel's CRT halves of request {i} disagree with OpenSSL",
+                self.bits,
+                engine.name()
+            );
+        }
+    }
+}
+
+fn sizes() -> Vec<u32> {
+    let Ok(v) = std::env::var("MB_BENCH_SIZES") else {
+        return vec![2048, 3072, 4096];
+    };
+    let sizes: Vec<u32> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| match s.parse() {
+            Ok(b @ (1024 | 2048 | 3072 | 4096)) => b,
+            _ => panic!("MB_BENCH_SIZES: {s:?} is not one of 1024, 2048, 3072, 4096"),
+        })
+        .collect();
+    assert!(!sizes.is_empty(), "MB_BENCH_SIZES={v:?} names no size");
+    sizes
+}
+
+fn id_two_calls(engine: Engine) -> String {
+    format!("{}-{BATCH}req-2calls", engine.name())
+}
+
+fn id_one_call(engine: Engine) -> String {
+    format!("{}-{HALF_BATCH}req-1call", engine.name())
+}
+
+fn group_name(bits: u32) -> String {
+    format!("mb_kernel-rsa{bits}")
+}
+
+fn bench_case(c: &mut Criterion, case: &Case, engine: Engine) {
+    let group = group_name(case.bits);
+    let mut g = c.benchmark_group(group.as_str());
+    // The portable engine takes a good fraction of a second per call: a fixed iteration count
+    // per sample keeps the run short (criterion warns when 10 samples overrun 3 s).
+    g.sampling_mode(SamplingMode::Flat);
+
+    g.throughput(Throughput::Elements(1));
+    let mut out = vec![0u8; case.rsa.size() as usize];
+    g.bench_function(ID_OPENSSL, |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for i in 0..iters {
+                let input = &case.inputs[i as usize % BATCH];
+                case.openssl_private(black_box(input), &mut out);
+                black_box(&out);
+            }
+            let e = t.elapsed();
+            record(&group, ID_OPENSSL, iters, e);
+            e
+        })
+    });
+
+    let exp_bits = case.exp_bits();
+    let p_lanes: Vec<Lane> = (0..BATCH).map(|i| case.p.lane(i)).collect();
+    let q_lanes: Vec<Lane> = (0..BATCH).map(|i| case.q.lane(i)).collect();
+    let id = id_two_calls(engine);
+    g.throughput(Throughput::Elements(BATCH as u64));
+    g.bench_function(id.as_str(), |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                let rp = mb::mod_exp(engine, case.size, black_box(&p_lanes), exp_bits).unwrap();
+                let rq = mb::mod_exp(engine, case.size, black_box(&q_lanes), exp_bits).unwrap();
+                black_box((rp, rq));
+            }
+            let e = t.elapsed();
+            record(&group, &id, iters, e);
+            e
+        })
+    });
+
+    let lanes = case.one_call_lanes();
+    let id = id_one_call(engine);
+    g.throughput(Throughput::Elements(HALF_BATCH as u64));
+    g.bench_function(id.as_str(), |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                black_box(mb::mod_exp(engine, case.size, black_box(&lanes), exp_bits).unwrap());
+            }
+            let e = t.elapsed();
+            record(&group, &id, iters, e);
+            e
+        })
+    });
+    g.finish();
+}
+
+/// Where criterion writes its results: `CRITERION_HOME`, else `<target dir>/criterion` (the
+/// target dir from `CARGO_TARGET_DIR`, else the ancestor of this binary holding cargo's
+/// `CACHEDIR.TAG`). Set explicitly on the `Criterion`, so the summary reads where it writes.
+fn output_directory() -> PathBuf {
+    if let Some(h) = std::env::var_os("CRITERION_HOME") {
+        return h.into();
+    }
+    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
+        return Path::new(&t).join("criterion");
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.ancestors()
+                .find(|d| d.join("CACHEDIR.TAG").is_file())
+                .map(|d| d.join("criterion"))
+        })
+        .unwrap_or_else(|| PathBuf::from("target/criterion"))
+}
+
+/// Criterion's median (ns per iteration) of a benchmark measured by this run, if any.
+fn criterion_median(dir: &Path, group: &str, id: &str, since: SystemTime) -> Option<f64> {
+    // A function id without parameter is stored under `<group>/<id>` (ids and groups here
+    // hold no character criterion would replace).
+    let file = dir.join(group).join(id).join("new").join("estimates.json");
+    let fresh = std::fs::metadata(&file).ok()?.modified().ok()? >= since;
+    if !fresh {
+        return None; // from an earlier run, or filtered out of this one
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).ok()?).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+fn fmt_us(x: Option<f64>) -> String {
+    x.map_or("-".to_string(), |v| format!("{v:.1}"))
+}
+
+fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".to_string(),
+    }
+}
+
+enum Source {
+    /// Criterion's medians, from its estimates of this run.
+    Criterion(PathBuf, SystemTime),
+    /// The single run each benchmark gets under `--test`.
+    TestRuns,
+}
+
+fn summary(cases: &[Case], engine: Engine, source: Source, missing_ifma: Option<&str>) {
+    let recorded = std::mem::take(&mut *RECORDED.lock().unwrap());
+    let mut by_id: HashMap<String, Vec<f64>> = HashMap::new();
+    for (id, ns) in recorded {
+        by_id.entry(id).or_default().push(ns);
+    }
+    // µs per request: the iteration time of `id` in `bits`'s group, divided by `per_iter`
+    // requests.
+    let per_request = |bits: u32, id: &str, per_iter: usize| -> Option<f64> {
+        let ns = match &source {
+            Source::Criterion(dir, since) => criterion_median(dir, &group_name(bits), id, *since),
+            Source::TestRuns => by_id
+                .get(&format!("{}/{id}", group_name(bits)))
+                .and_then(|v| median(v.clone())),
+        }?;
+        Some(ns / per_iter as f64 / 1000.0)
+    };
+
+    println!();
+    if let Some(reason) = missing_ifma {
+        println!("{}", no_ifma_line(reason));
+    }
+    match &source {
+        Source::Criterion(..) => println!(
+            "mb_kernel summary: criterion medians, µs per request (kernel: exponentiations only, \
+             see the bench's header; '-': not measured by this run)"
+        ),
+        Source::TestRuns => println!(
+            "mb_kernel summary (--test: ONE run of each benchmark, not medians; run without \
+             --test for real figures), µs per request"
+        ),
+    }
+    println!("OpenSSL: {}", openssl::version::version());
+    let two = format!("kernel {BATCH}req/2calls");
+    let one = format!("kernel {HALF_BATCH}req/1call");
+    println!(
+        "{:<9} {:<12} {:>12} {:>20} {:>9} {:>20} {:>9}",
+        "size", "engine", "OpenSSL", two, "ratio", one, "ratio"
+    );
+    for case in cases {
+        let o = per_request(case.bits, ID_OPENSSL, 1);
+        let k2 = per_request(case.bits, &id_two_calls(engine), BATCH);
+        let k1 = per_request(case.bits, &id_one_call(engine), HALF_BATCH);
+        println!(
+            "{:<9} {:<12} {:>12} {:>20} {:>9} {:>20} {:>9}",
+            format!("RSA-{}", case.bits),
+            engine.name(),
+            fmt_us(o),
+            fmt_us(k2),
+            fmt_ratio(o, k2),
+            fmt_us(k1),
+            fmt_ratio(o, k1),
+        );
+    }
+    println!("ratio = OpenSSL µs/op ÷ kernel µs/op (above 1: the kernel's share is faster)");
+}
+
+fn no_ifma_line(reason: &str) -> String {
+    format!(
+        "mb_kernel: this CPU has no AVX-512 IFMA ({reason}): measuring the PORTABLE reference \
+         engine only, which is not the production kernel"
+    )
+}
+
+fn main() {
+    let start = SystemTime::now();
+    let args: Vec<String> = std::env::args().collect();
+    let has = |a: &str| args.iter().any(|x| x == a);
+    // criterion's rule: test mode under --test, or when run without --bench (cargo test).
+    let list = has("--list");
+    let test = !list && (has("--test") || !has("--bench"));
+    let profile = args.iter().any(|x| x.starts_with("--profile-time"));
+
+    let missing = mb::ifma_missing_reason();
+    let engine = match Engine::ifma() {
+        Some(e) => e,
+        None => {
+            let reason = missing.as_deref().unwrap_or("not detected");
+            println!("{}", no_ifma_line(reason));
+            Engine::Portable
+        }
+    };
+
+    let dir = output_directory();
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .output_directory(&dir)
+        .configure_from_args();
+
+    let mut cases = Vec::new();
+    for bits in sizes() {
+        let case = Case::new(bits);
+        if !list {
+            case.verify(engine);
+        }
+        bench_case(&mut c, &case, engine);
+        cases.push(case);
+    }
+    c.final_summary();
+
+    if list || profile {
+        return;
+    }
+    let source = if test {
+        Source::TestRuns
+    } else {
+        Source::Criterion(dir, start)
+    };
+    summary(&cases, engine, source, missing.as_deref());
+}

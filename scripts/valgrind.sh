@@ -10,6 +10,8 @@
 #   - the HPRE backend against the test-only UADK simulator (hpre-sim): a sync
 #     signature and `speed -async_jobs` with every 7th completion lost (failed
 #     over to the CPU after a timeout; the device buffers freed at teardown);
+#   - the multi-buffer backend on its portable lanes (KAE_MB_ENGINE=portable):
+#     `speed -async_jobs 8` through its queues and idle-priority workers;
 #   - a TLS server (s_server -async, kae preferred by configuration) doing a
 #     TLS 1.2 RSA key exchange and a TLS 1.3 handshake (RSA-PSS signature) for
 #     a client that uses the default provider only.
@@ -25,7 +27,7 @@
 # default 180), KEEP_LOGS=1 (keep the work directory), NO_BUILD=1.
 set -euo pipefail
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
     case $1 in
         -h | --help) usage; exit 0 ;;
@@ -196,6 +198,7 @@ summary_sum() {
             for (i = 1; i <= NF; i++) {
                 if ($i == "private" && $(i+1) == "ops") { priv += $(i+2) }
                 if ($i == "async" && $(i+1) == "pauses") { p = $(i+2); sub(/,/, "", p); pauses += p }
+                if ($i == "MB" && $(i+1) == "batches") { b = $(i+2); sub(/,/, "", b); batches += b }
             }
             if (match($0, /private ops [0-9]+ ok \/ [0-9]+ failed \([0-9]+ offloaded/)) {
                 s = substr($0, RSTART, RLENGTH); sub(/.*\(/, "", s); off += s + 0
@@ -206,6 +209,7 @@ summary_sum() {
             if (f == "private") print priv + 0
             else if (f == "offloaded") print off + 0
             else if (f == "pauses") print pauses + 0
+            else if (f == "batches") print batches + 0
             else print lines + 0
         }'
 }
@@ -291,6 +295,16 @@ if [[ -f $SIM ]]; then
 else
     echo "skip  hpre-*: $SIM not built (cargo build --release --workspace)"
 fi
+
+# ---- Multi-buffer backend on its portable lanes (test-only engine: valgrind has no AVX-512):
+# blinded requests through its queues and idle-priority workers, and the caller's check.
+# valgrind runs one thread at a time and switches at each wake-up, so the worker finds one
+# request queued each time and computes it with the scalar code: the kernel and lane buffers
+# are memchecked by tests/mb_kernel.rs (its taint run), not here.
+KAE_BACKEND=mb KAE_MB_ENGINE=portable KAE_ASYNC=yes vg 0 mb-speed-async "${SPEED[@]}" \
+    -async_jobs 8 -seconds 2 rsa2048
+need mb-speed-async "private ops offloaded to the multi-buffer backend" offloaded 1
+echo "      mb-speed-async: $(summary_sum "$LAST_ERR" batches) kernel calls under valgrind"
 
 # ---- TLS: s_server -async under valgrind, clients without valgrind or kae ----
 tls_server

@@ -157,17 +157,19 @@ pub fn ifma_available() -> bool {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub use ifma::Ifma;
+pub(crate) use ifma::Ifma;
 
 #[cfg(target_arch = "x86_64")]
 mod ifma {
     use super::Lanes;
     use std::arch::x86_64::*;
 
-    /// One AVX-512 register of eight 64-bit lanes.
+    /// One AVX-512 register of eight 64-bit lanes. Crate-private: its safe methods run AVX-512
+    /// instructions, so a value may only be made where the CPU is known to have them (inside
+    /// `kernel::exp_ifma`, reached through `mb::Engine::Ifma` only).
     #[derive(Clone, Copy)]
     #[repr(transparent)]
-    pub struct Ifma(__m512i);
+    pub(crate) struct Ifma(__m512i);
 
     // SAFETY (every method): an `Ifma` value is only made inside the kernel's
     // `#[target_feature(enable = "avx512f,avx512ifma")]` entry points, which `mb::Engine`

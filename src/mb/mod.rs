@@ -11,8 +11,8 @@
 //! Everything here is constant time in the moduli, bases and exponents: only the size, the
 //! lane count and `exp_bits` (public) shape loops and indices.
 
-pub mod kernel;
-pub mod lanes;
+pub(crate) mod kernel;
+pub(crate) mod lanes;
 
 use crate::error::{KaeError, KaeResult};
 use crate::rsa::ct_limbs::{self, Limbs};

@@ -7,7 +7,8 @@
 #   WARMUP        requests before each measurement, not recorded       (default 50)
 #   FLAVOURS      handshake kinds, from: tls12-rsa (TLS 1.2, RSA key exchange),
 #                 tls12-ecdhe (TLS 1.2, ECDHE-RSA), tls13 (TLS 1.3)
-#   KEY_BITS      RSA key size of the server certificate               (default 2048)
+#   KEY_BITS      RSA key of the server certificate: 2048 or 4096 (default 2048); the
+#                 configurations in the table and the TSV are labelled with it (rsa2048)
 #   SERVER_CPUS   taskset CPU list for the server                      (default 0)
 #   CLIENT_CPUS   taskset CPU list for kae-press                       (default 1)
 #   OUT_DIR       where the results TSV and the SVG chart go (default target/bench)
@@ -27,7 +28,7 @@ CLIENT_CPUS=${CLIENT_CPUS:-1}
 OUT_DIR=${OUT_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}/bench}
 
 # bench_usage: the common knobs, for the --help of the sourcing scripts.
-bench_usage() { sed -n '3,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+bench_usage() { sed -n '3,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 # bench_args LAST_HELP_LINE "$@": the bench scripts take no arguments, only --help (their header
 # comment down to LAST_HELP_LINE, then the shared variables); anything else is refused.
@@ -46,6 +47,15 @@ bench_args() {
             *) echo "$me: unknown argument '$1' (see --help)" >&2; exit 2 ;;
         esac
     done
+    bench_check_knobs "$me"
+}
+
+# bench_check_knobs NAME: refuses knob values the benchmark cannot use, before anything runs.
+bench_check_knobs() {
+    case $KEY_BITS in
+        2048 | 4096) ;;
+        *) echo "$1: KEY_BITS=$KEY_BITS: the server's RSA key must be 2048 or 4096 bits" >&2; exit 2 ;;
+    esac
 }
 
 # Run directly instead of sourced: say what it is, run nothing.
@@ -102,12 +112,16 @@ bench_init() {
     RESULTS="$OUT_DIR/$BENCH_NAME-$STAMP.tsv"
     python3 "$ROOT/scripts/bench_table.py" header >"$RESULTS"
 
-    # Server key and certificate, made with the default provider only. The extension makes
+    # Server key (RSA, $KEY_BITS bits) and certificate, made with the default provider only. The extension makes
     # it an X.509 v3 certificate, which rustls (kae-press's default client) requires.
     OPENSSL_CONF=/dev/null openssl req -x509 -newkey "rsa:$KEY_BITS" -nodes -days 2 \
         -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
         -keyout "$WORK/server.key" -out "$WORK/server.crt" 2>/dev/null ||
         bench_die "openssl req failed"
+    local bits
+    bits=$(OPENSSL_CONF=/dev/null openssl pkey -in "$WORK/server.key" -noout -text 2>/dev/null |
+        sed -n 's/.*Private-Key: (\([0-9]*\) bit.*/\1/p')
+    [[ $bits == "$KEY_BITS" ]] || bench_die "the server key has ${bits:-an unknown number of} bits, not $KEY_BITS"
     cat "$WORK/server.crt" "$WORK/server.key" >"$WORK/server.pem"
 
     # Default provider only: an empty configuration (the system openssl.cnf is not read).
@@ -218,7 +232,7 @@ press_measure() {
 import json, sys
 d = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"kae_press"')][-1]
 g = lambda k, f: "-" if d.get(k) is None else format(d[k], f)
-print(f"    round {sys.argv[4]} {sys.argv[3]:7} {sys.argv[2]:29} {g('handshakes_per_s', '9.1f')} hs/s"
+print(f"    round {sys.argv[4]} {sys.argv[3]:7} {sys.argv[2]:37} {g('handshakes_per_s', '9.1f')} hs/s"
       f"  p99 {g('p99_ms', '7.2f')} ms  server {g('server_cpu_ms_per_handshake', '.3f')} cpu-ms/hs"
       f"  errors {d.get('errors')}  {d.get('protocol')} {d.get('cipher')}")
 PY
@@ -240,14 +254,14 @@ press_pair() {
         case $mode in
         sequential)
             for p in $order; do
-                press_measure "$flavour c=$conns" "$p" "$round" "$flavour" "$conns" \
+                press_measure "$flavour rsa$KEY_BITS c=$conns" "$p" "$round" "$flavour" "$conns" \
                     "${PORT[$p]}" "${SRV_PIDS[$p]}" || exit 1
             done
             ;;
         shared-cpu)
             local -a jobs=()
             for p in $order; do
-                press_measure "$flavour c=$conns shared-cpu" "$p" "$round" "$flavour" "$conns" \
+                press_measure "$flavour rsa$KEY_BITS c=$conns shared-cpu" "$p" "$round" "$flavour" "$conns" \
                     "${PORT[$p]}" "${SRV_PIDS[$p]}" &
                 jobs+=($!)
             done
@@ -274,8 +288,9 @@ check_kae_summary() {
 bench_finish() {
     echo
     python3 "$ROOT/scripts/bench_table.py" table default kae "$RESULTS"
+    echo "(server key: RSA, $KEY_BITS bits: KEY_BITS=$KEY_BITS)"
     local svg="${RESULTS%.tsv}.svg"
-    python3 "$ROOT/scripts/chart.py" --title "$1" --series provider --config "{config}" \
+    python3 "$ROOT/scripts/chart.py" --title "$1, RSA-$KEY_BITS server key" --series provider --config "{config}" \
         --metric "handshakes_per_s=handshakes/s" --metric "p99_ms=p99 latency, ms" \
         --metric "server_cpu_ms_per_handshake=server CPU ms per handshake" \
         --ratio default,kae -o "$svg" "$RESULTS" >/dev/null

@@ -21,13 +21,17 @@
 #   CONCURRENCY   kae-press connections, one run per value       (default "1 8 32 128")
 #   FLAVOURS      default "tls13"  (also: tls12-rsa tls12-ecdhe)
 #   NBTHREAD      HAProxy threads                                (default 1)
+#   KEY_BITS      the server's RSA key: 2048 (default) or 4096, anything else is refused. With
+#                 FLAVOURS=tls12-rsa every handshake is one RSA decryption with that key:
+#                 KEY_BITS=4096 FLAVOURS=tls12-rsa scripts/haproxy-bench.sh. The configurations
+#                 in the table, the TSV and the chart carry the size ("tls12-rsa rsa4096 c=8").
 #   HAPROXY       haproxy binary                                 (default: from PATH, /usr/sbin)
 # Output: the table on stdout, then the paths of the results TSV and the SVG chart.
 set -euo pipefail
 
 # shellcheck source=scripts/bench-common.sh
 source "$(dirname "$0")/bench-common.sh"
-bench_args 25 "$@"
+bench_args 29 "$@"
 CONCURRENCY=${CONCURRENCY:-1 8 32 128}
 FLAVOURS=${FLAVOURS:-tls13}
 NBTHREAD=${NBTHREAD:-1}
@@ -83,7 +87,7 @@ start_server() {
 
 bench_log "$("$HAPROXY" -v | head -n1), nbthread $NBTHREAD, ssl-mode-async; $(openssl version)"
 bench_log "servers on CPU ${SERVER_CPUS}, kae-press on CPU ${CLIENT_CPUS}; $ROUNDS rounds x ${DURATION}s per measurement"
-bench_log "flavours: $FLAVOURS; concurrency: $CONCURRENCY; KAE_ASYNC=${KAE_ASYNC:-(unset: auto)}"
+bench_log "flavours: $FLAVOURS; server key RSA-$KEY_BITS; concurrency: $CONCURRENCY; KAE_ASYNC=${KAE_ASYNC:-(unset: auto)}"
 bench_run
 grep -m1 'summary: private ops' "${SRV_LOG[kae]}" | sed 's/.*summary: /    kae: /' >&2 || true
 grep -m1 'compute inline' "${SRV_LOG[kae]}" | sed 's/.*INFO: /    kae: /' >&2 || true

@@ -81,7 +81,7 @@ start_server() {
 
 bench_log "nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), $WORKERS worker(s) per instance; $(openssl version)"
 bench_log "servers on CPU ${SERVER_CPUS}, kae-press on CPU ${CLIENT_CPUS}; $ROUNDS rounds x ${DURATION}s per measurement"
-bench_log "flavours: $FLAVOURS; concurrency: $CONCURRENCY"
+bench_log "flavours: $FLAVOURS; server key RSA-$KEY_BITS; concurrency: $CONCURRENCY"
 bench_run
 
 bench_finish "nginx $WORKERS worker(s): default provider vs kae, full TLS handshakes"

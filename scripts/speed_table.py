@@ -8,9 +8,13 @@
       against OpenSSL 3.0; newer versions may append more fields, ignored).
       Exits 1 when there is no RSA result at all.
 
-  speed_table.py table BASE OTHER results.tsv
+  speed_table.py table BASE OTHER results.tsv [--mode-first]
       Prints a side-by-side table of the medians over rounds, comparing the
       rows labelled BASE (e.g. default) with those labelled OTHER (e.g. kae).
+      Rows come in the order their mode first appears in the file, keys by
+      size within a mode. --mode-first puts the mode column, headed "row",
+      before the key (scripts/mb-speed.sh, whose modes are its row labels).
+      Lines starting with # are comments.
 """
 import statistics
 import sys
@@ -46,13 +50,13 @@ def fmt_ratio(a, b):
     return f"{b / a:.2f}x"
 
 
-def table(base, other, path):
+def table(base, other, path, mode_first=False):
     # (mode, bits) -> label -> ([sign...], [verify...])
     data = defaultdict(lambda: defaultdict(lambda: ([], [])))
     with open(path) as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
-            if len(parts) != 6:
+            if line.startswith("#") or len(parts) != 6:
                 continue
             label, mode, _rnd, bits, sign, verify = parts
             data[(mode, int(bits))][label][0].append(float(sign))
@@ -78,6 +82,10 @@ def table(base, other, path):
         rounds = f"{len(b_sign)}/{len(o_sign)}"
         rows.append([f"rsa{bits}", mode, fmt_rate(bs), fmt_rate(os_), fmt_ratio(bs, os_),
                      fmt_rate(bv), fmt_rate(ov), fmt_ratio(bv, ov), rounds])
+    if mode_first:
+        header[0], header[1] = "row", header[0]
+        for r in rows:
+            r[0], r[1] = r[1], r[0]
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
     line = "  ".join(h.rjust(w) if i > 1 else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths)))
     print(line)
@@ -96,6 +104,8 @@ def main(argv):
         return extract(argv[2], argv[3], argv[4])
     if len(argv) == 5 and argv[1] == "table":
         return table(argv[2], argv[3], argv[4])
+    if len(argv) == 6 and argv[1] == "table" and argv[5] == "--mode-first":
+        return table(argv[2], argv[3], argv[4], mode_first=True)
     print(f"{argv[0]}: unknown arguments {' '.join(argv[1:]) or '(none)'}; usage:", file=sys.stderr)
     print(__doc__, file=sys.stderr)
     return 2

@@ -95,6 +95,17 @@ fn stub_dir(dir: &Path, log: &Path) -> PathBuf {
 
 /// Runs `script args` (through bash or python3) with the stubs first in PATH.
 fn run_script(script: &Path, args: &[&str], stubs: &Path) -> (Output, Duration) {
+    run_script_env(script, args, stubs, &[])
+}
+
+/// `run_script` with more environment variables (set after the stubs' OPENSSL etc., so they
+/// can replace them).
+fn run_script_env(
+    script: &Path,
+    args: &[&str],
+    stubs: &Path,
+    env: &[(&str, &str)],
+) -> (Output, Duration) {
     let interpreter = if script.extension().is_some_and(|e| e == "py") {
         "python3"
     } else {
@@ -114,6 +125,7 @@ fn run_script(script: &Path, args: &[&str], stubs: &Path) -> (Output, Duration) 
         .env("CARGO", stubs.join("cargo"))
         .env("OPENSSL", stubs.join("openssl"))
         .env("VALGRIND", stubs.join("valgrind"))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -170,6 +182,261 @@ fn every_script_answers_help_and_refuses_unknown_options() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Knob values a script cannot use are refused with a message and exit 2, before anything runs
+/// (no build, no server, no openssl).
+#[test]
+fn bad_knobs_are_refused_before_anything_runs() {
+    let scratch = Scratch::new("knobs");
+    let log = scratch.0.join("ran.log");
+    let stubs = stub_dir(&scratch.0, &log);
+    let cases: &[(&str, &[(&str, &str)], &str)] = &[
+        ("haproxy-bench.sh", &[("KEY_BITS", "3072")], "KEY_BITS"),
+        ("haproxy-bench.sh", &[("KEY_BITS", "big")], "KEY_BITS"),
+        ("nginx-bench.sh", &[("KEY_BITS", "1024")], "KEY_BITS"),
+        ("mb-speed.sh", &[("ROWS", "a f")], "ROWS"),
+        ("mb-speed.sh", &[("ROUNDS", "0")], "ROUNDS"),
+        (
+            "mb-speed.sh",
+            &[("SECONDS_PER_RUN", "1.5")],
+            "SECONDS_PER_RUN",
+        ),
+        ("mb-speed.sh", &[("ALGS", "rsa2048 ecdsap256")], "ecdsap256"),
+        ("mb-speed.sh", &[("CPU0", "0-3")], "CPU0"),
+    ];
+    let mut problems = Vec::new();
+    for (name, env, word) in cases {
+        let (out, _) = run_script_env(&repo().join("scripts").join(name), &[], &stubs, env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(2) || !stderr.contains(word) {
+            problems.push(format!(
+                "{name} with {env:?}: {} (want exit 2 naming {word}), stderr: {}",
+                out.status,
+                stderr.trim()
+            ));
+        }
+        if let Ok(ran) = fs::read_to_string(&log) {
+            if !ran.is_empty() {
+                problems.push(format!("{name} with {env:?} ran commands:\n{ran}"));
+                fs::remove_file(&log).unwrap();
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// scripts/mb-speed.sh end to end against a stand-in `openssl` that answers at once (kae's
+/// runs at twice the default's sign/s) and says kae runs on `backend`: the first line names
+/// the backend, the warning appears exactly when it is not "mb", every row of the matrix is
+/// in the table with its ratio, and each row ran with its flags (rows a and b pinned).
+fn mb_speed_with_fake_openssl(backend: &str) -> (String, String, String) {
+    let scratch = Scratch::new(&format!("mb-speed-{backend}"));
+    let log = scratch.0.join("ran.log");
+    let stubs = stub_dir(&scratch.0, &log);
+    let speed_log = scratch.0.join("speed.log");
+    // The script's own plumbing runs for real here: its scratch directory, copying the results.
+    for tool in ["mktemp", "cp"] {
+        fs::remove_file(stubs.join(tool)).unwrap();
+    }
+    let write_exe = |name: &str, text: String| {
+        let p = stubs.join(name);
+        fs::write(&p, text).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write_exe(
+        "openssl",
+        format!(
+            r#"#!/bin/sh
+[ "$1" = version ] && {{ echo "OpenSSL 3.0.0 (stand-in)"; exit 0; }}
+kae=0
+for a in "$@"; do [ "$a" = -provider-path ] && kae=1; done
+echo "kae=$kae $PINNED $*" >>'{log}'
+[ $kae = 1 ] && echo "kae[1] INFO: kae 0.1.0 in OpenSSL 3.0.0: backend {backend} (auto; mb: stand-in (test)); pool 2 queues x depth 64, async offload auto (threads start at first use); default provider loaded privately and re-listed" >&2
+for a in "$@"; do
+    case $a in rsa*) echo "+F2:2:${{a#rsa}}:$((1000 + 1000 * kae)).0:40000.0" ;; esac
+done
+[ $kae = 1 ] && echo "kae[1] INFO: summary: private ops 10 ok / 0 failed (8 offloaded), public ops 5 ok / 0 failed (0 offloaded), async pauses 8, spurious resumes 0, queue-full retries 0, fallbacks 0, CRT faults 0, HW faults 0, MB batches 2 (avg 8.0 lanes), MB scalar 1" >&2
+exit 0
+"#,
+            log = speed_log.display()
+        ),
+    );
+    // taskset -c CPU CMD... and numactl -C CPU CMD...: run CMD, telling it how it was pinned.
+    for (tool, flag) in [("taskset", "-c"), ("numactl", "-C")] {
+        write_exe(
+            tool,
+            format!("#!/bin/sh\n[ \"$1\" = {flag} ] || exit 96\nPINNED=\"{tool}:$2\" export PINNED\nshift 2\nexec \"$@\"\n"),
+        );
+    }
+    let module = scratch.0.join("kae.so");
+    fs::write(&module, "not a module\n").unwrap();
+    let out_dir = scratch.0.join("out");
+    let (out, _) = run_script_env(
+        &repo().join("scripts/mb-speed.sh"),
+        &["--module", module.to_str().unwrap()],
+        &stubs,
+        &[
+            ("OPENSSL", stubs.join("openssl").to_str().unwrap()),
+            ("SECONDS_PER_RUN", "1"),
+            ("ROUNDS", "2"),
+            ("ALGS", "rsa2048 rsa4096"),
+            ("CPU0", "1"),
+            ("MULTI", "2"),
+            ("OUT_DIR", out_dir.to_str().unwrap()),
+            ("TMPDIR", scratch.0.to_str().unwrap()),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "mb-speed.sh: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert_eq!(
+        fs::read_to_string(&log).unwrap_or_default(),
+        "",
+        "mb-speed.sh --module ran a stubbed command (a build?)"
+    );
+    let speed = fs::read_to_string(&speed_log).unwrap();
+    (stdout, stderr, speed)
+}
+
+#[test]
+fn mb_speed_names_the_backend_and_runs_the_matrix() {
+    let (stdout, stderr, speed) = mb_speed_with_fake_openssl("cpu");
+    let ctx = format!("stdout:\n{stdout}\nstderr:\n{stderr}\nspeed runs:\n{speed}");
+    assert!(
+        stdout
+            .lines()
+            .next()
+            .unwrap_or("")
+            .starts_with("kae backend: cpu "),
+        "first line does not name the backend\n{ctx}"
+    );
+    let warning = "kae ran on the cpu backend: these rows do not measure the multi-buffer kernel";
+    assert!(
+        stdout.lines().nth(1).unwrap_or("").contains(warning),
+        "no warning right after the backend line\n{ctx}"
+    );
+    // Every row of the matrix, with both providers' medians and the ratio (kae 2000, default 1000).
+    let table_rows: &[(&str, &[&str])] = &[
+        ("a:1core-async8", &["rsa2048", "rsa4096"]),
+        ("b:1core-async4", &["rsa2048", "rsa4096"]),
+        ("c:multi2,kae-async16", &["rsa2048"]),
+        ("d:kae-async16,default-sync", &["rsa2048"]),
+        ("e:async1", &["rsa2048"]),
+        ("e:async2", &["rsa2048"]),
+        ("e:sync", &["rsa2048"]),
+    ];
+    for (row, algs) in table_rows {
+        for alg in ["rsa2048", "rsa3072", "rsa4096"] {
+            let line = stdout.lines().find(|l| {
+                let mut w = l.split_whitespace();
+                w.next() == Some(row) && w.next() == Some(alg)
+            });
+            if algs.contains(&alg) {
+                let line = line.unwrap_or_else(|| panic!("no table row {row} {alg}\n{ctx}"));
+                let cells: Vec<&str> = line.split_whitespace().collect();
+                assert_eq!(
+                    &cells[2..9],
+                    ["1,000.0", "2,000.0", "2.00x", "40,000.0", "40,000.0", "1.00x", "2/2"],
+                    "{line}\n{ctx}"
+                );
+            } else {
+                assert!(line.is_none(), "unexpected table row {row} {alg}\n{ctx}");
+            }
+        }
+    }
+    // The probe, then 7 rows x 2 rounds x 2 providers; the flags of each run.
+    let runs: Vec<&str> = speed.lines().collect();
+    assert_eq!(runs.len(), 1 + 7 * 2 * 2, "{ctx}");
+    let count = |kae: bool, pinned: &str, flags: &str, algs: &str| {
+        // "kae=K PINNED speed ARGS": who ran, how it was pinned (empty: not), its arguments.
+        let who = format!("kae={} {pinned}", u8::from(kae));
+        runs.iter()
+            .filter(|l| {
+                l.split_once(" speed ").is_some_and(|(head, args)| {
+                    head.trim_end() == who.trim_end()
+                        && args.starts_with("-mr -elapsed -seconds 1 ")
+                        && args.ends_with(&format!(" {flags} {algs}"))
+                })
+            })
+            .count()
+    };
+    let two = "rsa2048 rsa4096";
+    let both = [false, true];
+    for kae in both {
+        assert_eq!(
+            count(kae, "taskset:1", "-multi 1 -async_jobs 8", two),
+            2,
+            "row a\n{ctx}"
+        );
+        assert_eq!(
+            count(kae, "numactl:1", "-multi 1 -async_jobs 4", two),
+            2,
+            "row b\n{ctx}"
+        );
+        assert_eq!(
+            count(kae, "", "-async_jobs 1", "rsa2048"),
+            2,
+            "row e async1\n{ctx}"
+        );
+        assert_eq!(
+            count(kae, "", "-async_jobs 2", "rsa2048"),
+            2,
+            "row e async2\n{ctx}"
+        );
+    }
+    assert_eq!(
+        count(true, "", "-multi 2 -async_jobs 16", "rsa2048"),
+        2,
+        "row c kae\n{ctx}"
+    );
+    assert_eq!(
+        count(false, "", "-multi 2", "rsa2048"),
+        2,
+        "row c default\n{ctx}"
+    );
+    assert_eq!(
+        count(true, "", "-async_jobs 16", "rsa2048"),
+        4,
+        "rows c+d kae\n{ctx}"
+    );
+    // Sync runs: d's default and e:sync, both providers (and the probe, without -mr).
+    let sync = runs
+        .iter()
+        .filter(|l| l.contains("-mr") && !l.contains("-async_jobs") && !l.contains("-multi"))
+        .count();
+    assert_eq!(sync, 2 + 2 * 2, "sync runs\n{ctx}");
+    // Rounds alternate who goes first: default first in round 1, kae first in round 2.
+    assert!(
+        stderr.contains("round 1/2  default  a:1core-async8")
+            && stderr.contains("round 2/2  kae  a:1core-async8"),
+        "{ctx}"
+    );
+    assert!(
+        stdout.contains("MB batches 4 (avg 8.0 lanes), MB scalar 2"),
+        "kae's summaries not summed per row\n{ctx}"
+    );
+    assert!(
+        stdout.contains("results: ") && stdout.contains("chart:   "),
+        "{ctx}"
+    );
+}
+
+#[test]
+fn mb_speed_does_not_warn_on_the_mb_backend() {
+    let (stdout, stderr, _) = mb_speed_with_fake_openssl("mb");
+    assert!(
+        stdout.starts_with("kae backend: mb "),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        !stdout.contains("WARNING") && !stderr.contains("WARNING"),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
 }
 
 /// Every file and directory under `dir` (relative path -> (is_dir, size, mode)).

@@ -131,7 +131,11 @@ fn threads() {
     let (batches, lanes, scalar) = mb_counts(&c1, &c0);
     println!("mb: 64 jobs: {batches} kernel calls, {lanes} lanes, {scalar} scalar; {c1:?}");
     assert!(batches > 0, "no kernel call");
-    assert_eq!(lanes + 2 * scalar, 2 * 64, "every request is 2 lanes or 1 scalar op");
+    assert_eq!(
+        lanes + 2 * scalar,
+        2 * 64,
+        "every request is 2 lanes or 1 scalar op"
+    );
     assert!(
         lanes as f64 / batches as f64 > 2.0,
         "batches never held more than one request"
@@ -202,7 +206,10 @@ fn fault() {
     assert!(problems.is_empty(), "{problems:#?}");
     let c1 = counters(kae().prov);
     let (batches, _, _) = mb_counts(&c1, &c0);
-    println!("mb: fault lane 2: {batches} calls, {} crt-faults", c1.delta(&c0, "crt-faults"));
+    println!(
+        "mb: fault lane 2: {batches} calls, {} crt-faults",
+        c1.delta(&c0, "crt-faults")
+    );
     assert!(batches > 0);
     assert!(
         c1.delta(&c0, "crt-faults") > 0,
@@ -271,7 +278,11 @@ fn multibuffer_no_keeps_auto_off_the_backend() {
 fn backend_mb_without_ifma_warns_and_runs_on_the_cpu() {
     let out = scenario(
         "named",
-        &[("KAE_BACKEND", "mb"), ("KAE_ASYNC", "yes"), ("KAE_LOG", "warn")],
+        &[
+            ("KAE_BACKEND", "mb"),
+            ("KAE_ASYNC", "yes"),
+            ("KAE_LOG", "warn"),
+        ],
     );
     if !kae::mb::ifma_available() {
         assert!(

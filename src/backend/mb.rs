@@ -95,8 +95,7 @@ pub const fn min_requests(size: Size) -> usize {
 /// The size class of `key`'s CRT halves, when the backend takes its private operations:
 /// two-prime keys with CRT parameters, primes up to 2048 bits.
 pub fn lane_size(key: &RsaKey) -> Option<Size> {
-    if !key.has_crt() || key.primes.len() != 2 || key.exps.len() != 2 || key.coeffs.is_empty()
-    {
+    if !key.has_crt() || key.primes.len() != 2 || key.exps.len() != 2 || key.coeffs.is_empty() {
         return None;
     }
     // Prime sizes are public (the modulus size gives them away); declassified before use.
@@ -203,7 +202,11 @@ fn padded(x: &[u64], words: usize) -> KaeResult<Limbs> {
 /// the size class (all in constant time: `ct_limbs`, `BN_bn2lebinpad`).
 fn halves(req: &Request, size: Size) -> KaeResult<Halves> {
     let key = &req.key;
-    let crt = key.mont()?.crt.as_ref().ok_or(KaeError::MissingPrivateKey)?;
+    let crt = key
+        .mont()?
+        .crt
+        .as_ref()
+        .ok_or(KaeError::MissingPrivateKey)?;
     let w = size.words();
     let x = crate::rsa::ops::limbs_from_be(key, &req.input)?;
     Ok(Halves {
@@ -236,35 +239,35 @@ fn recombine_into(req: &mut Request, m1: &[u64], m2: &[u64]) -> KaeResult<()> {
 }
 
 impl Batcher {
-/// The workers' batch function: groups by size class, kernel for groups big enough, scalar
-/// code for the rest.
-fn compute(&self, batch: &mut [Request]) {
-    let run = self;
-    let mut groups: Vec<(Size, Vec<usize>)> = Vec::new();
-    let mut scalar: Vec<usize> = Vec::new();
-    for (i, r) in batch.iter().enumerate() {
-        match (r.kind, lane_size(&r.key)) {
-            (OpKind::PrivateBlinded, Some(size)) => {
-                match groups.iter_mut().find(|(s, _)| *s == size) {
-                    Some((_, v)) => v.push(i),
-                    None => groups.push((size, vec![i])),
+    /// The workers' batch function: groups by size class, kernel for groups big enough, scalar
+    /// code for the rest.
+    fn compute(&self, batch: &mut [Request]) {
+        let run = self;
+        let mut groups: Vec<(Size, Vec<usize>)> = Vec::new();
+        let mut scalar: Vec<usize> = Vec::new();
+        for (i, r) in batch.iter().enumerate() {
+            match (r.kind, lane_size(&r.key)) {
+                (OpKind::PrivateBlinded, Some(size)) => {
+                    match groups.iter_mut().find(|(s, _)| *s == size) {
+                        Some((_, v)) => v.push(i),
+                        None => groups.push((size, vec![i])),
+                    }
                 }
+                _ => scalar.push(i),
             }
-            _ => scalar.push(i),
+        }
+        for (size, idx) in groups {
+            if idx.len() < min_requests(size) {
+                crate::stats::note_mb_scalar(idx.len());
+                scalar.extend(idx);
+            } else {
+                run_group(batch, size, &idx, run);
+            }
+        }
+        for i in scalar {
+            super::compute(&mut batch[i]);
         }
     }
-    for (size, idx) in groups {
-        if idx.len() < min_requests(size) {
-            crate::stats::note_mb_scalar(idx.len());
-            scalar.extend(idx);
-        } else {
-            run_group(batch, size, &idx, run);
-        }
-    }
-    for i in scalar {
-        super::compute(&mut batch[i]);
-    }
-}
 }
 
 /// Runs the requests `idx` of one size class through the kernel, 8 lanes (4 requests) per

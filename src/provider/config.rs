@@ -287,8 +287,11 @@ pub fn build(
         }
     }
     problems.extend(check_env_only(env));
-    cfg.pool.mb.portable = env("KAE_MB_ENGINE").and_then(|v| mb_engine_is_portable(&v)) == Some(true);
-    cfg.pool.mb.fault_lane = env("KAE_MB_FAULT_LANE").and_then(|v| whole_number(&v, 0..=7)).map(|n| n as usize);
+    cfg.pool.mb.portable =
+        env("KAE_MB_ENGINE").and_then(|v| mb_engine_is_portable(&v)) == Some(true);
+    cfg.pool.mb.fault_lane = env("KAE_MB_FAULT_LANE")
+        .and_then(|v| whole_number(&v, 0..=7))
+        .map(|n| n as usize);
     (cfg, problems)
 }
 
@@ -317,7 +320,11 @@ fn check_env_only(env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
     }
     if let Some(v) = env("KAE_MB_FAULT_LANE") {
         if whole_number(&v, 0..=7).is_none() {
-            problems.push(bad_env("KAE_MB_FAULT_LANE", &v, accepted("KAE_MB_FAULT_LANE")));
+            problems.push(bad_env(
+                "KAE_MB_FAULT_LANE",
+                &v,
+                accepted("KAE_MB_FAULT_LANE"),
+            ));
         }
     }
     let mut spins = [None, None];
@@ -631,7 +638,10 @@ mod tests {
             let p = problems_for(&[], &[(name, value)]);
             assert_eq!(p.len(), 1, "{p:?}");
             assert!(p[0].fatal);
-            assert!(p[0].text.contains(name) && p[0].text.contains("accepted: "), "{p:?}");
+            assert!(
+                p[0].text.contains(name) && p[0].text.contains("accepted: "),
+                "{p:?}"
+            );
         }
     }
 

@@ -157,6 +157,41 @@ fn interleave(lanes: &[&[u64]], words_to_limbs: bool, limbs: usize) -> Zeroizing
     v
 }
 
+/// Not API: the IFMA kernel on its own interleaved layout (`limbs[j][lane]`: 52-bit limbs for
+/// `m`, `base` and `out`, 64-bit words for `exp`), for `examples/ifma_emulate.rs`, which runs
+/// the compiled IFMA code under an instruction emulator (`scripts/ifma-emulate.sh`) and
+/// compares it with [`exp_portable_interleaved`]. No checks beyond the lengths: `m` must be
+/// odd and above 1 in every lane.
+///
+/// # Safety
+/// The CPU (real or emulated) runs AVX-512F and AVX-512 IFMA instructions.
+#[doc(hidden)]
+#[cfg(target_arch = "x86_64")]
+pub unsafe fn exp_ifma_interleaved(
+    m: &[[u64; LANES]],
+    base: &[[u64; LANES]],
+    exp: &[[u64; LANES]],
+    exp_bits: usize,
+    out: &mut [[u64; LANES]],
+) {
+    assert!(m.len() == base.len() && m.len() == out.len() && exp.len() * 64 >= exp_bits);
+    // SAFETY: the caller's promise.
+    unsafe { kernel::exp_ifma(m, base, exp, exp_bits, out) }
+}
+
+/// Not API: the portable twin of [`exp_ifma_interleaved`] (same layout and conditions).
+#[doc(hidden)]
+pub fn exp_portable_interleaved(
+    m: &[[u64; LANES]],
+    base: &[[u64; LANES]],
+    exp: &[[u64; LANES]],
+    exp_bits: usize,
+    out: &mut [[u64; LANES]],
+) {
+    assert!(m.len() == base.len() && m.len() == out.len() && exp.len() * 64 >= exp_bits);
+    kernel::exp_portable(m, base, exp, exp_bits, out)
+}
+
 /// `base^exp mod modulus` for each lane, fully reduced, as `size.words()` words each.
 ///
 /// Errors (public facts only): no lane or more than 8, a width that does not match `size`,

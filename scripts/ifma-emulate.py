@@ -1,0 +1,599 @@
+#!/usr/bin/env python3
+"""Runs the compiled AVX-512 IFMA kernel of kae's multi-buffer exponentiation under BochsCPU
+(an x86-64 emulator with AVX-512 IFMA) and compares it with the portable kernel, bit for bit.
+
+Started by scripts/ifma-emulate.sh, which builds target/release/examples/ifma_emulate and
+writes the cases (inputs and the portable engine's results) with `ifma_emulate --write DIR`.
+
+How: the example's ELF (a PIE) is loaded into the emulated address space by its PT_LOAD
+segments (relocated: R_X86_64_RELATIVE / GLOB_DAT / JUMP_SLOT / 64, static TLS block at
+%fs), with 4-level page tables, a stack and a heap. The CPU is set to 64-bit long mode with
+CR4.OSXSAVE and XCR0 = x87|SSE|AVX|opmask|ZMM so AVX-512 runs. `kae_ifma_emulate_entry` is
+called with the System V ABI and a sentinel return address. Every imported function's GOT slot
+points at an unmapped "trap" address: the instruction fetch there faults, the driver stops the
+CPU, runs the function in Python (malloc/posix_memalign/calloc/realloc/free on a bump heap,
+memcpy/memmove/memset/memcmp/bcmp), sets rax, pops the return address and resumes. Any other
+import, or any other exception, is a failure with the faulting address.
+
+Before the cases: one vpmadd52luq/huq pair checked against Python (the emulator's own
+arithmetic), and two control runs that must go wrong: with XCR0 lacking the opmask/ZMM state
+the kernel must raise #UD inside exp_ifma (what runs is the AVX-512 code), and a second copy of
+the binary with one vpmadd52luq of exp_ifma turned into vpmadd52huq must give a different
+result (a wrong IFMA result is seen).
+
+Exit status: 0 all cases PASS, 1 a mismatch or an emulation failure, 2 usage.
+"""
+
+import argparse
+import ctypes
+import json
+import mmap
+import os
+import struct
+import subprocess
+import sys
+import time
+
+PAGE = 0x1000
+IMAGE_BASE = 0x5555_5550_0000  # where the PIE is loaded
+MUTANT_BASE = 0x5655_5550_0000  # a second copy, with one instruction changed (controls)
+TRAP_BASE = 0x7E00_0000_0000  # unmapped: a fetch here is an import (or the sentinel)
+STACK_TOP = 0x7FFF_F000_0000
+STACK_SIZE = 1 << 20
+HEAP_BASE = 0x6000_0000_0000
+HEAP_SIZE = 64 << 20
+TLS_BASE = 0x7FFF_E000_0000
+TLS_SIZE = 0x10000
+STUB_VA = 0x7F00_0000_0000  # the driver's own guest code, written once before anything runs
+PT_GPA = 0x80_0000_0000  # physical pages of the page tables (Commit allocates from here)
+ENTRY = "kae_ifma_emulate_entry"
+
+# C23 names the wheel's binary imports (glibc >= 2.38); on an older glibc they are provided by
+# this shim, loaded RTLD_GLOBAL before bochscpu. They differ from the C99 functions only in
+# also accepting binary ("0b") numbers, which nothing here passes.
+SHIM_C = r"""
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+int __isoc23_sscanf(const char *s, const char *fmt, ...)
+{ va_list ap; va_start(ap, fmt); int r = vsscanf(s, fmt, ap); va_end(ap); return r; }
+unsigned long long __isoc23_strtoull(const char *s, char **end, int base)
+{ return strtoull(s, end, base); }
+long long __isoc23_strtoll(const char *s, char **end, int base)
+{ return strtoll(s, end, base); }
+unsigned long __isoc23_strtoul(const char *s, char **end, int base)
+{ return strtoul(s, end, base); }
+long __isoc23_strtol(const char *s, char **end, int base)
+{ return strtol(s, end, base); }
+"""
+
+
+# vmovdqu64 zmm1,[rdi]; vmovdqu64 zmm2,[rdi+64]; vmovdqu64 zmm0,[rdi+128];
+# vmovdqu64 zmm3,zmm0; vpmadd52luq zmm0,zmm1,zmm2; vpmadd52huq zmm3,zmm1,zmm2;
+# vmovdqu64 [rdi+192],zmm0; vmovdqu64 [rdi+256],zmm3; ret
+SELF_TEST_CODE = bytes.fromhex(
+    "62f1fe486f0f" "62f1fe486f5701" "62f1fe486f4702" "62f1fe486fd8"
+    "62f2f548b4c2" "62f2f548b5da" "62f1fe487f4703" "62f1fe487f5f04" "c3"
+)
+SELF_TEST_AT = STUB_VA
+
+
+class EmuError(Exception):
+    pass
+
+
+def import_bochscpu():
+    """Imports bochscpu, with the glibc 2.38 shim when this glibc is older."""
+    try:
+        import bochscpu  # noqa: F401
+    except ImportError as e:
+        if "__isoc23_" not in str(e):
+            raise
+        cache = os.path.join(
+            os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "kae-ifma-emulate"
+        )
+        os.makedirs(cache, exist_ok=True)
+        lib = os.path.join(cache, "libisoc23.so")
+        if not os.path.exists(lib):
+            src = os.path.join(cache, "isoc23.c")
+            with open(src, "w") as f:
+                f.write(SHIM_C)
+            cc = os.environ.get("CC", "cc")
+            subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", lib + ".tmp", src], check=True)
+            os.replace(lib + ".tmp", lib)
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+        import bochscpu  # noqa: F401
+    import bochscpu.cpu
+    import bochscpu.memory
+
+    return bochscpu
+
+
+class Memory:
+    """Guest memory: regions of contiguous host memory (Python mmaps), each mapped page by page
+    at a guest-physical address and into the page tables at its virtual address."""
+
+    def __init__(self, bx):
+        self.bx = bx
+        self.regions = []  # (va, size, mmap, host address)
+        self.next_gpa = 0x100000
+        self.pt = bx.memory.PageMapLevel4Table()
+
+    def map(self, va, size):
+        assert va % PAGE == 0
+        size = (size + PAGE - 1) & ~(PAGE - 1)
+        mm = mmap.mmap(-1, size)
+        host = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+        gpa = self.next_gpa
+        self.next_gpa += size
+        for off in range(0, size, PAGE):
+            self.bx.memory.page_insert(gpa + off, host + off)
+            self.pt.insert(va + off, gpa + off, 1)  # 1: present, user, writable
+        self.regions.append((va, size, mm, host))
+
+    def commit(self):
+        """Writes the page tables; returns CR3."""
+        for hva, gpa in self.pt.commit(PT_GPA):
+            self.bx.memory.page_insert(gpa, hva)
+        return PT_GPA
+
+    def _find(self, va, n):
+        for rva, size, mm, _ in self.regions:
+            if rva <= va and va + n <= rva + size:
+                return mm, va - rva
+        raise EmuError(f"guest access outside mapped memory: {va:#x}+{n}")
+
+    def read(self, va, n):
+        if n == 0:
+            return b""
+        mm, off = self._find(va, n)
+        return mm[off : off + n]
+
+    def write(self, va, data):
+        if not data:
+            return
+        mm, off = self._find(va, len(data))
+        mm[off : off + len(data)] = data
+
+    def u64(self, va):
+        return struct.unpack("<Q", self.read(va, 8))[0]
+
+    def put_u64(self, va, v):
+        self.write(va, struct.pack("<Q", v & (2**64 - 1)))
+
+
+class Heap:
+    """Bump allocator (free does nothing; a case allocates a few hundred KiB at most)."""
+
+    def __init__(self, mem):
+        self.mem = mem
+        self.top = HEAP_BASE
+        self.sizes = {}
+
+    def alloc(self, size, align=16):
+        p = (self.top + align - 1) & ~(align - 1)
+        if p + max(size, 1) > HEAP_BASE + HEAP_SIZE:
+            return 0
+        self.top = p + max(size, 1)
+        self.sizes[p] = size
+        return p
+
+    def reset(self):
+        self.top = HEAP_BASE
+        self.sizes.clear()
+
+
+class Image:
+    """The example binary (a PIE), loaded at `base`."""
+
+    def __init__(self, path, mem, base):
+        from elftools.elf.elffile import ELFFile
+        from elftools.elf.relocation import RelocationSection
+        from elftools.elf.sections import SymbolTableSection
+
+        self.path = path
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            if elf["e_machine"] != "EM_X86_64":
+                raise EmuError(f"{path}: not an x86-64 ELF")
+            if elf["e_type"] != "ET_DYN":
+                raise EmuError(f"{path}: not a position-independent executable")
+            self.base = base
+            loads = [s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+            lo = min(s["p_vaddr"] for s in loads) & ~(PAGE - 1)
+            hi = max(s["p_vaddr"] + s["p_memsz"] for s in loads)
+            mem.map(self.base + lo, hi - lo)
+            for s in loads:
+                mem.write(self.base + s["p_vaddr"], s.data())  # bss stays zero
+            self.tls = None
+            for s in elf.iter_segments():
+                if s["p_type"] == "PT_TLS":
+                    self.tls = (s["p_vaddr"], s["p_filesz"], s["p_memsz"], max(s["p_align"], 1))
+
+            # Symbols: for the entry and for naming a faulting address.
+            self.funcs = []
+            for sec in elf.iter_sections():
+                if isinstance(sec, SymbolTableSection) and sec.name == ".symtab":
+                    for sym in sec.iter_symbols():
+                        if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"]:
+                            self.funcs.append((sym["st_value"], sym["st_size"], sym.name))
+            self.funcs.sort()
+            entry = [a for a, _, n in self.funcs if n == ENTRY]
+            if not entry:
+                raise EmuError(f"{path}: no symbol {ENTRY}")
+            self.entry = self.base + entry[0]
+
+            # Dynamic relocations; imports get trap addresses.
+            self.imports = {}  # trap address -> name
+            by_name = {}
+            unsupported = set()
+            for sec in elf.iter_sections():
+                if not isinstance(sec, RelocationSection) or not sec.is_RELA():
+                    continue
+                if sec.name not in (".rela.dyn", ".rela.plt"):
+                    continue
+                symtab = elf.get_section(sec["sh_link"])
+                for r in sec.iter_relocations():
+                    rtype = r["r_info_type"]
+                    where = self.base + r["r_offset"]
+                    if rtype == 8:  # R_X86_64_RELATIVE
+                        mem.put_u64(where, self.base + r["r_addend"])
+                        continue
+                    sym = symtab.get_symbol(r["r_info_sym"])
+                    if rtype in (1, 6, 7):  # R_X86_64_64, GLOB_DAT, JUMP_SLOT
+                        if sym["st_shndx"] != "SHN_UNDEF":
+                            value = self.base + sym["st_value"]
+                        elif sym["st_info"]["type"] in ("STT_FUNC", "STT_NOTYPE") and sym.name:
+                            name = sym.name
+                            if name not in by_name:
+                                by_name[name] = TRAP_BASE + 0x10 * (len(by_name) + 1)
+                                self.imports[by_name[name]] = name
+                            value = by_name[name]
+                        else:
+                            value = 0  # an imported data object: never reached by the kernel
+                        mem.put_u64(where, value + (r["r_addend"] if rtype == 1 else 0))
+                    else:
+                        unsupported.add(rtype)
+            # TLS relocations and the like: the kernel does not reach them; a stray use faults.
+            self.unsupported = unsupported
+
+    def name_of(self, addr):
+        if addr in self.imports:
+            return f"import {self.imports[addr]}"
+        off = addr - self.base
+        for a, size, name in self.funcs:
+            if a <= off < a + max(size, 1):
+                return f"{name}+{off - a:#x}"
+        return "?"
+
+
+class Emulator:
+    def __init__(self, binary, trace_imports=False):
+        self.bx = bx = import_bochscpu()
+        self.mem = Memory(bx)
+        # Code must be in place before it first runs: BochsCPU caches decoded instructions by
+        # physical address and does not see later stores to them (neither the host's nor the
+        # guest's). Hence a second copy of the binary for the mutation control, changed here.
+        self.image = Image(binary, self.mem, IMAGE_BASE)
+        self.mutant = Image(binary, self.mem, MUTANT_BASE)
+        self.mutation = self._mutate()
+        self.mem.map(STACK_TOP - STACK_SIZE, STACK_SIZE)
+        self.mem.map(HEAP_BASE, HEAP_SIZE)
+        self.mem.map(TLS_BASE, TLS_SIZE)
+        self.mem.map(STUB_VA, PAGE)
+        self.mem.write(SELF_TEST_AT, SELF_TEST_CODE)
+        self.cr3 = self.mem.commit()
+        self.heap = Heap(self.mem)
+        self.trace_imports = trace_imports
+        self.import_calls = {}
+        self.xcr0 = 0xE7  # x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
+        self.fs_base = self._setup_tls()
+
+        self.sess = bx.Session()
+        self.sess.missing_page_handler = self._missing_page
+        self.stop_info = None
+        hook = bx.Hook()
+        hook.exception = self._exception
+        self.hooks = [hook]
+
+    def _setup_tls(self):
+        """Static TLS (variant II): the block just below the thread pointer, [tp] = tp."""
+        tp = TLS_BASE + TLS_SIZE // 2
+        if self.image.tls:
+            vaddr, filesz, memsz, align = self.image.tls
+            size = (memsz + align - 1) & ~(align - 1)
+            start = tp - size
+            self.mem.write(start, self.mem.read(self.image.base + vaddr, filesz))
+        self.mem.put_u64(tp, tp)
+        return tp
+
+    def _missing_page(self, gpa):
+        raise EmuError(f"missing guest-physical page {gpa:#x}")
+
+    def _exception(self, sess, cpu_id, vector, error_code):
+        # The first exception of a run is the one that matters (delivering it without an IDT
+        # raises more); record the registers as they were before the delivery.
+        if self.stop_info is None:
+            self.stop_info = (vector, error_code, sess.cpu.state)
+        sess.stop()
+
+    def _state(self, rip, rsp, args):
+        bx = self.bx
+        st = bx.State()
+        bx.cpu.set_long_mode(st)
+        cr4 = bx.cpu.ControlRegister(st.cr4)
+        cr4.OSFXSR = True
+        cr4.OSXMMEXCPT = True
+        cr4.OSXSAVE = True
+        st.cr4 = int(cr4)
+        st.xcr0 = self.xcr0
+        st.cr3 = self.cr3
+        st.mxcsr = 0x1F80
+        st.fpcw = 0x37F
+        st.rflags = 0x2
+        cs = bx.Segment()
+        cs.present, cs.selector, cs.base, cs.limit, cs.attr = True, 0x33, 0, 0xFFFFFFFF, 0x22FB
+        st.cs = cs
+        ds = bx.Segment()
+        ds.present, ds.selector, ds.base, ds.limit, ds.attr = True, 0x2B, 0, 0xFFFFFFFF, 0xCF3
+        st.ds = st.es = st.ss = st.gs = ds
+        fs = bx.Segment()
+        fs.present, fs.selector, fs.base, fs.limit, fs.attr = True, 0x2B, self.fs_base, 0xFFFFFFFF, 0xCF3
+        st.fs = fs
+        st.rip = rip
+        st.rsp = rsp
+        for reg, v in zip(("rdi", "rsi", "rdx", "rcx", "r8", "r9"), args):
+            setattr(st, reg, v)
+        return st
+
+    # Imported functions, in Python. Each returns rax.
+    def _import(self, name, a):
+        mem, heap = self.mem, self.heap
+        if name == "malloc":
+            return heap.alloc(a[0])
+        if name == "calloc":
+            n = a[0] * a[1]
+            p = heap.alloc(n)
+            if p:
+                mem.write(p, bytes(n))
+            return p
+        if name == "posix_memalign":
+            p = heap.alloc(a[2], max(a[1], 16))
+            if not p:
+                return 12  # ENOMEM
+            mem.put_u64(a[0], p)
+            return 0
+        if name in ("aligned_alloc", "memalign"):
+            return heap.alloc(a[1], max(a[0], 16))
+        if name == "realloc":
+            old, n = a[0], a[1]
+            p = heap.alloc(n)
+            if p and old:
+                keep = min(n, heap.sizes.get(old, 0))
+                mem.write(p, mem.read(old, keep))
+            return p
+        if name == "free":
+            return 0
+        if name in ("memcpy", "memmove"):
+            mem.write(a[0], mem.read(a[1], a[2]))
+            return a[0]
+        if name == "memset":
+            mem.write(a[0], bytes([a[1] & 0xFF]) * a[2])
+            return a[0]
+        if name in ("memcmp", "bcmp"):
+            x, y = mem.read(a[0], a[2]), mem.read(a[1], a[2])
+            for i in range(a[2]):
+                if x[i] != y[i]:
+                    return (x[i] - y[i]) & (2**64 - 1)
+            return 0
+        raise EmuError(f"the code called the import {name}, which is not emulated")
+
+    def _mutate(self):
+        """Turns the first vpmadd52luq of exp_ifma in the mutant copy into a vpmadd52huq;
+        returns its offset in exp_ifma."""
+        fn = [(a, size, name) for a, size, name in self.image.funcs if "exp_ifma" in name]
+        if len(fn) != 1:
+            raise EmuError(f"expected one exp_ifma function in the binary, found {len(fn)}")
+        start, size, _ = fn[0]
+        code = self.mem.read(self.mutant.base + start, size)
+        # EVEX (62 P0 P1 P2): map 0F38 (P0 & 3 = 2), W1 and 66 (P1 & 0x83 = 0x81), opcode B4.
+        at = next(
+            (i for i in range(len(code) - 5)
+             if code[i] == 0x62 and code[i + 1] & 3 == 2 and code[i + 2] & 0x83 == 0x81
+             and code[i + 4] == 0xB4),
+            None,
+        )
+        if at is None:
+            raise EmuError("no vpmadd52luq found in exp_ifma")
+        self.mem.write(self.mutant.base + start + at + 4, b"\xb5")
+        return at
+
+    def name_of(self, addr):
+        if addr in self.image.imports:
+            return f"import {self.image.imports[addr]}"
+        img = self.mutant if addr >= MUTANT_BASE else self.image
+        return img.name_of(addr) + (" (mutant copy)" if img is self.mutant else "")
+
+    def call(self, func, args):
+        """Runs func(args...) to its return; returns rax."""
+        sentinel = TRAP_BASE
+        rsp = STACK_TOP - 0x100 - 8  # 16-aligned + 8 at entry, as after a call
+        self.mem.put_u64(rsp, sentinel)
+        self.sess.cpu.state = self._state(func, rsp, args)
+        while True:
+            self.stop_info = None
+            self.sess.run(self.hooks)
+            if self.stop_info is None:
+                raise EmuError(f"the CPU stopped without an exception at {self.sess.cpu.rip:#x}")
+            vector, err, st = self.stop_info
+            rip = st.rip
+            if vector != 14 or not (TRAP_BASE <= rip < TRAP_BASE + 0x1000_0000):
+                # (for a faulting instruction Bochs reports the rip after it)
+                raise EmuError(
+                    f"exception {vector} (error code {err:#x}) at rip {rip:#x} "
+                    f"({self.name_of(rip)}), rsp {st.rsp:#x}"
+                )
+            if rip == sentinel:
+                return st.rax
+            name = self.image.imports.get(rip)
+            if name is None:
+                raise EmuError(f"jump to an unknown trap address {rip:#x}")
+            self.import_calls[name] = self.import_calls.get(name, 0) + 1
+            a = (st.rdi, st.rsi, st.rdx, st.rcx, st.r8, st.r9)
+            st.rax = self._import(name, a)
+            if self.trace_imports:
+                print(f"    {name}({', '.join(hex(x) for x in a[:3])}) = {st.rax:#x}")
+            st.rip = self.mem.u64(st.rsp)
+            st.rsp += 8
+            self.sess.cpu.state = st
+
+
+def self_test(emu):
+    """One vpmadd52luq/huq on random lanes against Python: the emulator itself is right."""
+    import random
+
+    heap = emu.heap
+    rnd = random.Random(7)
+    v = [[rnd.getrandbits(64) for _ in range(8)] for _ in range(3)]
+    buf = heap.alloc(320, 64)
+    emu.mem.write(buf, b"".join(struct.pack("<8Q", *x) for x in v))
+    emu.call(SELF_TEST_AT, [buf])
+    out = emu.mem.read(buf + 192, 128)
+    lo, hi = struct.unpack("<8Q", out[:64]), struct.unpack("<8Q", out[64:])
+    m52, m64 = (1 << 52) - 1, (1 << 64) - 1
+    for i in range(8):
+        p = (v[0][i] & m52) * (v[1][i] & m52)
+        if lo[i] != (v[2][i] + (p & m52)) & m64 or hi[i] != (v[2][i] + (p >> 52)) & m64:
+            raise EmuError("the emulator's vpmadd52luq/huq disagree with their definition")
+    heap.reset()
+
+
+def run_case(emu, cases_dir, c, lanes, image=None):
+    """Runs the IFMA entry on case c; returns (IFMA output, portable output) as bytes."""
+    n, er, exp_bits = c["limbs"], c["exp_rows"], c["exp_bits"]
+    row = 8 * lanes
+    with open(os.path.join(cases_dir, c["file"]), "rb") as f:
+        blob = f.read()
+    m, b = blob[: n * row], blob[n * row : 2 * n * row]
+    e = blob[2 * n * row : (2 * n + er) * row]
+    want = blob[(2 * n + er) * row :]
+    if len(want) != n * row:
+        raise EmuError(f"{c['name']}: truncated case file")
+    emu.heap.reset()
+    emu.import_calls.clear()
+    pm, pb, pe, po = (emu.heap.alloc(len(x), 64) for x in (m, b, e, want))
+    emu.mem.write(pm, m)
+    emu.mem.write(pb, b)
+    emu.mem.write(pe, e)
+    emu.mem.write(po, b"\xa5" * len(want))  # not zero: a missing store shows
+    emu.call((image or emu.image).entry, [pm, pb, pe, exp_bits, po, n])
+    return emu.mem.read(po, len(want)), want
+
+
+def controls(emu, cases_dir, cases, lanes):
+    """Two runs that must go wrong, on the smallest case, so a PASS means something:
+    - without ZMM/opmask state in XCR0 the kernel must raise #UD inside exp_ifma (its AVX-512
+      code is what runs);
+    - the copy of the binary with one vpmadd52luq of exp_ifma made a vpmadd52huq must give a
+      different result (the comparison sees a wrong IFMA result)."""
+    c = min(cases, key=lambda c: (c["limbs"], -c["exp_bits"]))
+    emu.xcr0 = 0x7
+    try:
+        run_case(emu, cases_dir, c, lanes)
+        raise EmuError("the kernel ran without AVX-512 state enabled: is it the IFMA code?")
+    except EmuError as e:
+        if "exception 6 " not in str(e) or "exp_ifma" not in str(e):
+            raise EmuError(f"without AVX-512 state: expected #UD in exp_ifma, got: {e}")
+        ud = str(e).split("rip ")[1].split(",")[0]
+    finally:
+        emu.xcr0 = 0xE7
+    try:
+        got, want = run_case(emu, cases_dir, c, lanes, emu.mutant)
+        caught = "mismatch" if got != want else None
+    except EmuError as e:
+        caught = f"emulation error ({e})"
+    if not caught:
+        raise EmuError(f"{c['name']} still matched with vpmadd52luq at exp_ifma+{emu.mutation:#x} "
+                       "made a vpmadd52huq: the comparison does not see IFMA results")
+    print(f"controls on {c['name']}: no AVX-512 state -> #UD in exp_ifma (rip after it: {ud}); "
+          f"vpmadd52luq at exp_ifma+{emu.mutation:#x} made huq -> {caught} (both as they must)")
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="Run kae's compiled AVX-512 IFMA kernel under BochsCPU and compare it "
+        "with the portable kernel (see scripts/ifma-emulate.sh).",
+    )
+    ap.add_argument("--bin", required=True, help="target/release/examples/ifma_emulate")
+    ap.add_argument("--cases", required=True, help="directory written by `ifma_emulate --write`")
+    ap.add_argument("--only", action="append", default=[], help="run only this case (repeatable)")
+    ap.add_argument("--trace-imports", action="store_true", help="print every imported call")
+    args = ap.parse_args()
+
+    try:
+        with open(os.path.join(args.cases, "manifest.json")) as f:
+            manifest = json.load(f)
+    except OSError as e:
+        print(f"ifma-emulate.py: {e}", file=sys.stderr)
+        return 2
+    cases = manifest["cases"]
+    if args.only:
+        unknown = set(args.only) - {c["name"] for c in cases}
+        if unknown:
+            print(f"ifma-emulate.py: unknown case(s) {sorted(unknown)}", file=sys.stderr)
+            return 2
+        cases = [c for c in cases if c["name"] in args.only]
+
+    try:
+        emu = Emulator(args.bin, args.trace_imports)
+        self_test(emu)
+    except EmuError as e:
+        print(f"ifma-emulate.py: FAIL: setting up the emulator: {e}")
+        return 1
+    print(f"emulator: BochsCPU, {args.bin} loaded at {emu.image.base:#x}, "
+          f"{len(emu.image.imports)} imports trapped; vpmadd52 self-test ok; seed {manifest['seed']}")
+
+    lanes = manifest["lanes"]
+    try:
+        controls(emu, args.cases, cases, lanes)
+    except EmuError as e:
+        print(f"ifma-emulate.py: FAIL: control run: {e}")
+        return 1
+
+    failed = 0
+    for c in cases:
+        n, exp_bits = c["limbs"], c["exp_bits"]
+        t0 = time.monotonic()
+        try:
+            got, want = run_case(emu, args.cases, c, lanes)
+        except EmuError as err:
+            failed += 1
+            print(f"{c['name']:>14}: FAIL (emulation: {err})")
+            continue
+        took = time.monotonic() - t0
+        calls = ", ".join(f"{k} {v}" for k, v in sorted(emu.import_calls.items()))
+        if got == want:
+            print(f"{c['name']:>14}: PASS  {c['bits']}-bit, exp_bits {exp_bits}, "
+                  f"{took:.1f}s emulated (imports: {calls})")
+            continue
+        failed += 1
+        print(f"{c['name']:>14}: FAIL  {c['bits']}-bit, exp_bits {exp_bits}, {took:.1f}s: "
+              f"IFMA result differs from the portable one")
+        gw = struct.unpack(f"<{len(got) // 8}Q", got)
+        ww = struct.unpack(f"<{len(want) // 8}Q", want)
+        for lane in range(lanes):
+            bad = [j for j in range(n) if gw[j * lanes + lane] != ww[j * lanes + lane]]
+            if bad:
+                j = bad[0]
+                print(f"      lane {lane}: {len(bad)} of {n} limbs differ, first limb {j}: "
+                      f"ifma {gw[j * lanes + lane]:#015x} portable {ww[j * lanes + lane]:#015x}")
+    print(f"ifma-emulate: {len(cases) - failed} PASS, {failed} FAIL")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    rc = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit: skips the binding's noisy leak report at interpreter exit.
+    os._exit(rc)

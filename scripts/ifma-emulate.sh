@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs the compiled AVX-512 IFMA instantiation of the multi-buffer kernel (src/mb) under
+# BochsCPU, an x86-64 emulator that implements AVX-512F and IFMA, and compares its results
+# bit for bit with the portable instantiation. For machines without IFMA, where
+# tests/mb_kernel.rs has to skip the IFMA engine.
+# Builds examples/ifma_emulate.rs (release profile, like the provider), which writes the cases
+# and the portable engine's results (each checked against num-bigint): eight lanes with
+# different odd moduli, bases and full-size exponents for every size (512 to 2048 bits),
+# e = 65537/3/17 at 512 and 2048, edge values at 512. scripts/ifma-emulate.py then loads the
+# binary into the emulator, calls the IFMA entry on each case and prints PASS/FAIL per case,
+# after two control runs that must go wrong (no AVX-512 state: #UD; one vpmadd52luq made a
+# vpmadd52huq: a mismatch). On a CPU with IFMA the cases also run natively. Installs
+# bochscpu-python and pyelftools with pip when missing. About 15 s after the build.
+#
+# usage: scripts/ifma-emulate.sh [--seed N] [--only CASE]... [--keep]
+#   --seed N      random inputs from seed N (default: a fixed seed)
+#   --only CASE   run only CASE (repeatable): random-512 random-1024 random-1536
+#                 random-2048 e65537-512 e65537-2048 edge-512
+#   --keep        keep the case files (directory printed)
+# Knobs: NO_BUILD=1, PYTHON (default python3), BOCHSCPU_WHEEL (a local wheel file to
+# install instead of PyPI's bochscpu-python), PIP_ARGS (more `pip install` arguments).
+# Exit status: 0 every case PASS, 1 a FAIL or an emulation error, 2 usage.
+set -euo pipefail
+
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+
+SEED=
+KEEP=0
+ONLY=()
+while (($#)); do
+    case $1 in
+        -h | --help) usage; exit 0 ;;
+        --seed)
+            [[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] || { echo "ifma-emulate.sh: --seed needs a number" >&2; exit 2; }
+            SEED=$2
+            shift 2
+            ;;
+        --only)
+            [[ $# -ge 2 ]] || { echo "ifma-emulate.sh: --only needs a case name" >&2; exit 2; }
+            ONLY+=(--only "$2")
+            shift 2
+            ;;
+        --keep) KEEP=1; shift ;;
+        *) echo "ifma-emulate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PYTHON=${PYTHON:-python3}
+[[ $(uname -m) == x86_64 ]] || { echo "ifma-emulate.sh: the IFMA kernel is x86_64 code" >&2; exit 1; }
+command -v "$PYTHON" >/dev/null || { echo "ifma-emulate.sh: $PYTHON not installed" >&2; exit 1; }
+
+# The emulator (tested with bochscpu-python 0.4.0) and the ELF reader.
+read -r -a pip_args <<<"${PIP_ARGS:-}"
+if ! "$PYTHON" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("bochscpu") is None)'; then
+    echo "ifma-emulate.sh: installing bochscpu-python" >&2
+    "$PYTHON" -m pip install -q "${pip_args[@]}" "${BOCHSCPU_WHEEL:-bochscpu-python==0.4.0}" >&2
+fi
+if ! "$PYTHON" -c 'import elftools' 2>/dev/null; then
+    echo "ifma-emulate.sh: installing pyelftools" >&2
+    "$PYTHON" -m pip install -q "${pip_args[@]}" pyelftools >&2
+fi
+
+if [[ "${NO_BUILD:-0}" != 1 ]]; then
+    cargo build --release --example ifma_emulate >&2
+fi
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/ifma_emulate"
+[[ -x $BIN ]] || { echo "ifma-emulate.sh: $BIN missing" >&2; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-ifma-emulate.XXXXXX")
+cleanup() { if ((KEEP)); then echo "ifma-emulate.sh: cases kept in $WORK"; else rm -rf "$WORK"; fi; }
+trap cleanup EXIT
+
+"$BIN" --write "$WORK" ${SEED:+--seed "$SEED"}
+
+rc=0
+if grep -qw avx512ifma /proc/cpuinfo 2>/dev/null && grep -qw avx512f /proc/cpuinfo; then
+    echo "ifma-emulate.sh: this CPU has IFMA: the cases natively first"
+    "$BIN" --native "$WORK" || rc=1
+fi
+start=$SECONDS
+"$PYTHON" "$ROOT/scripts/ifma-emulate.py" --bin "$BIN" --cases "$WORK" "${ONLY[@]}" || rc=1
+echo "ifma-emulate.sh: emulation took $((SECONDS - start))s: $( ((rc == 0)) && echo PASS || echo FAIL)"
+exit "$rc"

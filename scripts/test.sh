@@ -2,23 +2,25 @@
 # The project's one test command (usage: scripts/test.sh [--help]; no other arguments):
 #   1. scripts/build.sh             (cargo build --release; target/release/kae.so)
 #   2. cargo test --release         (all tests; same profile, so one build)
-#   3. scripts/valgrind.sh          (memcheck with leak checking: CLI, pool threads, ASYNC,
+#   3. scripts/ifma-emulate.sh      (the AVX-512 IFMA kernel run under an instruction emulator,
+#                                    BochsCPU from PyPI, against the portable kernel)
+#   4. scripts/valgrind.sh          (memcheck with leak checking: CLI, pool threads, ASYNC,
 #                                    fork, a TLS server)
-#   4. scripts/ctgrind.sh           (secret-taint check: no branch or address in kae's code
+#   5. scripts/ctgrind.sh           (secret-taint check: no branch or address in kae's code
 #                                    depends on key material or decrypted blocks)
-#   5. scripts/compat.sh            (version matrix: OpenSSL 3.0 (system), 3.5, 3.6 and 4.0
+#   6. scripts/compat.sh            (version matrix: OpenSSL 3.0 (system), 3.5, 3.6 and 4.0
 #                                    cores built from the openssl-src crates, cached in
 #                                    $KAE_COMPAT_CACHE or target/compat; kae 3.x and 4.0 builds)
-#   6. scripts/fuzz.sh 20           (fuzz smoke run: every target 20 s, when cargo-fuzz and
+#   7. scripts/fuzz.sh 20           (fuzz smoke run: every target 20 s, when cargo-fuzz and
 #                                    the nightly toolchain are there; .ci/run installs them)
 # The short statistical timing test (tests/ct_timing.rs) runs inside step 2.
 # A failing build stops here; otherwise every step runs and the script exits
 # non-zero if any of them failed. Prints the time and result of each step.
 # Environment: KAE_FUZZ_SECONDS (seconds per fuzz target, default 20), KAE_COMPAT_CACHE
-# (cores of step 5), and those of each step's script (see its --help).
+# (cores of step 6), and those of each step's script (see its --help).
 set -euo pipefail
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
     case $1 in
         -h | --help) usage; exit 0 ;;
@@ -58,6 +60,7 @@ trap report EXIT
 
 step build scripts/build.sh || exit 1
 step cargo-test cargo test --release --workspace --no-fail-fast || true
+step ifma-emu scripts/ifma-emulate.sh || true
 step valgrind env NO_BUILD=1 scripts/valgrind.sh || true
 step ctgrind scripts/ctgrind.sh || true
 step compat scripts/compat.sh || true

@@ -139,9 +139,9 @@ fn child_body(round: u32, raw: Raw, prov: usize, e: &Expect) -> Result<(), Strin
     }
     // The child runs its own pool (the parent's threads were not copied).
     let names = thread_names();
-    if !names.iter().any(|n| n.starts_with("kae-cpu")) {
+    if !names.iter().any(|n| is_pool_worker(n)) {
         return Err(format!(
-            "{who}: offloaded in the child but it has no kae-cpu worker thread: {names:?}"
+            "{who}: offloaded in the child but it has no pool worker thread: {names:?}"
         ));
     }
     // A second batch on the child's pool.
@@ -251,7 +251,7 @@ fn fork_with_running_pool() {
     );
     let names = thread_names();
     assert!(
-        names.iter().any(|n| n.starts_with("kae-cpu")),
+        names.iter().any(|n| is_pool_worker(n)),
         "pool threads not running after async use: {names:?}"
     );
 

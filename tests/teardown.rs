@@ -140,8 +140,8 @@ fn load_use_unload_cycles() {
             drop(ops);
             let running = pool_threads();
             assert!(
-                running.iter().any(|n| n.starts_with("kae-cpu")),
-                "round {round}: async jobs ran but no kae-cpu thread exists: {:?}",
+                running.iter().any(|n| is_pool_worker(n)),
+                "round {round}: async jobs ran but no pool worker thread exists: {:?}",
                 thread_names()
             );
             for i in ASYNC_JOBS..msgs.len() {

@@ -813,6 +813,12 @@ pub fn thread_names() -> Vec<String> {
     v
 }
 
+/// Whether a thread name is a pool worker's: CPU workers (`kae-cpu-N`), or multi-buffer workers
+/// (`kae-mb-N`: `backend = auto` picks them on AVX-512 IFMA machines).
+pub fn is_pool_worker(name: &str) -> bool {
+    name.starts_with("kae-cpu") || name.starts_with("kae-mb")
+}
+
 /// VmRSS of this process in kB.
 pub fn vm_rss_kb() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

@@ -12,8 +12,9 @@
 //! result with e and unblinds (`finish_private`): a wrong lane is caught there and recomputed
 //! without CRT, as for any backend.
 //!
-//! No timer: a group too small to pay for a kernel call (see [`min_requests`]) is computed
-//! by libcrypto's scalar code on the worker, so a lone request costs what it costs without
+//! No timer: a group too small to pay for a kernel call (see [`min_requests`]), or what is
+//! left of a group after its full calls when that is too small, is computed by libcrypto's
+//! scalar code on the worker, so a lone request costs what it costs without
 //! kae's batching.
 
 use super::cpu::{BatchFn, CpuBackend, Work, WorkerSpec};
@@ -28,6 +29,9 @@ use zeroize::Zeroizing;
 
 /// Most requests a worker takes at once: two full kernel calls.
 pub const BATCH: usize = super::cpu::BATCH;
+
+/// Requests per kernel call: p and q halves side by side, 2 lanes each.
+const PER_CALL: usize = mb::LANES / 2;
 
 /// Settings of the multi-buffer backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,7 +74,7 @@ pub fn startup_line(cfg: &MbConfig) -> String {
         "multi-buffer: engine {engine}; up to {BATCH} requests per worker batch, {} per kernel \
          call (p and q halves side by side); fewest requests per call for RSA-1024/2048/3072/4096: \
          {}/{}/{}/{} (fewer go to the scalar code); workers at idle priority",
-        mb::LANES / 2,
+        PER_CALL,
         min_requests(Size::B512),
         min_requests(Size::B1024),
         min_requests(Size::B1536),
@@ -256,11 +260,16 @@ impl Batcher {
                 _ => scalar.push(i),
             }
         }
-        for (size, idx) in groups {
-            if idx.len() < min_requests(size) {
-                crate::stats::note_mb_scalar(idx.len());
-                scalar.extend(idx);
-            } else {
+        for (size, mut idx) in groups {
+            // Full calls of 4 requests; a remainder too small to pay for a call of its own
+            // (1 request of RSA-2048 after 4) goes to the scalar code.
+            let rest = idx.len() % PER_CALL;
+            if rest > 0 && rest < min_requests(size) {
+                let small = idx.split_off(idx.len() - rest);
+                crate::stats::note_mb_scalar(small.len());
+                scalar.extend(small);
+            }
+            if !idx.is_empty() {
                 run_group(batch, size, &idx, run);
             }
         }
@@ -280,8 +289,7 @@ fn run_group(batch: &mut [Request], size: Size, idx: &[usize], run: &Batcher) {
             Err(e) => batch[i].result = Err(e),
         }
     }
-    let per_call = mb::LANES / 2;
-    for chunk in ready.chunks(per_call) {
+    for chunk in ready.chunks(PER_CALL) {
         let mut lanes: Vec<Lane> = Vec::with_capacity(2 * chunk.len());
         for (_, h) in chunk {
             lanes.push(Lane {

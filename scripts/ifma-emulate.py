@@ -21,14 +21,28 @@ the kernel must raise #UD inside exp_ifma (what runs is the AVX-512 code), and a
 the binary with one vpmadd52luq of exp_ifma turned into vpmadd52huq must give a different
 result (a wrong IFMA result is seen).
 
+--count (per case, off by default: it makes the emulation 10-15x slower): a hook on every
+instruction counts the executed ones by address, from the entry's first instruction to its
+return (the whole kernel call; the imports run in Python are not in it, their calls and bytes
+are listed apart). Each address executed is decoded once from guest memory (legacy prefixes,
+REX, VEX/EVEX, opcode map and ModRM) and classed: vpmadd52luq/vpmadd52huq (EVEX or VEX,
+66.0F38.W1 B4/B5), other SSE/AVX/AVX-512 instructions (opmask ones included), and among all
+vector ones those with a memory operand (ModRM.mod != 3), split into stores and loads
+(memory sources of arithmetic included). Printed: the totals, instructions per vpmadd52, the
+instructions per function, and the memcpy/memset calls and bytes. The PASS/FAIL decision does
+not depend on it.
+
 Exit status: 0 all cases PASS, 1 a mismatch or an emulation failure, 2 usage.
 """
 
 import argparse
+import bisect
+import collections
 import ctypes
 import json
 import mmap
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -76,6 +90,101 @@ SELF_TEST_CODE = bytes.fromhex(
     "62f2f548b4c2" "62f2f548b5da" "62f1fe487f4703" "62f1fe487f5f04" "c3"
 )
 SELF_TEST_AT = STUB_VA
+
+
+# --count: classing an x86-64 instruction by its encoding.
+LEGACY_PREFIXES = frozenset((0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF2, 0xF3))
+# Legacy (SSE) opcodes of map 0F that are vector instructions, all with a ModRM byte.
+SSE_0F = frozenset(
+    [*range(0x10, 0x18), *range(0x28, 0x30), *range(0x50, 0x77), *range(0x7C, 0x80), 0xC2,
+     *range(0xC4, 0xC7), *range(0xD0, 0xFF)]
+)
+# Vector stores (the memory operand is the destination), by (map, opcode); with pp (0 none,
+# 1 66, 2 F3, 3 F2) where it matters. Maps: 1 = 0F, 2 = 0F38, 3 = 0F3A.
+STORES = frozenset(
+    # movups/movss/..., movlp*, movhp*, movaps/pd, movntps/pd, movdq[au]*, kmov, movntdq
+    [(1, op) for op in (0x11, 0x13, 0x17, 0x29, 0x2B, 0x7F, 0x91, 0xE7)]
+    # maskmov, compress, scatter
+    + [(2, op) for op in (0x2E, 0x2F, 0x63, 0x8A, 0x8B, 0x8E, 0xA0, 0xA1, 0xA2, 0xA3)]
+    # pextr*, extractps, vextract*, vcvtps2ph
+    + [(3, op) for op in (0x14, 0x15, 0x16, 0x17, 0x19, 0x1B, 0x1D, 0x39, 0x3B)]
+)
+STORES_PP = frozenset(
+    # movq xmm -> m64, movd/movq xmm -> r/m (66, or MMX without prefix)
+    [(1, 0xD6, 1), (1, 0x7E, 1), (1, 0x7E, 0)]
+    # vpmov* (down-converting stores, F3)
+    + [(2, op, 2) for op in (*range(0x10, 0x16), *range(0x20, 0x26), *range(0x30, 0x36))]
+)
+
+
+def classify(code):
+    """The class of the x86-64 instruction at the start of `code` (bytes, up to 15):
+    (kind, memory) with kind "luq"/"huq" (vpmadd52luq/vpmadd52huq, EVEX or VEX), "vector"
+    (another SSE/AVX/AVX-512 instruction, opmask ones included) or "other"; memory is None
+    (no memory operand), "load" or "store" (vector instructions only)."""
+    i, pp = 0, 0
+    while i < len(code) and code[i] in LEGACY_PREFIXES:
+        if code[i] == 0x66:
+            pp = pp or 1
+        elif code[i] in (0xF3, 0xF2):
+            pp = 2 if code[i] == 0xF3 else 3
+        i += 1
+    if i >= len(code):
+        return "other", None
+    b = code[i]
+    if b == 0x62 and i + 5 < len(code):  # EVEX: 62 P0 P1 P2 opcode ModRM
+        p0, p1, op, modrm = code[i + 1], code[i + 2], code[i + 4], code[i + 5]
+        vmap, w, pp = p0 & 7, p1 >> 7, p1 & 3
+    elif b == 0xC4 and i + 4 < len(code):  # VEX3: C4 R.X.B.mmmmm W.vvvv.L.pp opcode ModRM
+        vmap, w, pp = code[i + 1] & 0x1F, code[i + 2] >> 7, code[i + 2] & 3
+        op, modrm = code[i + 3], code[i + 4]
+        if (vmap == 2 and op >= 0xF0) or (vmap == 3 and op == 0xF0):
+            return "other", None  # BMI (andn, shlx, mulx, rorx, ...): general registers
+    elif b == 0xC5 and i + 3 < len(code):  # VEX2: C5 R.vvvv.L.pp opcode ModRM
+        vmap, w, pp, op, modrm = 1, 0, code[i + 1] & 3, code[i + 2], code[i + 3]
+        if op == 0x77:
+            return "vector", None  # vzeroupper/vzeroall: no ModRM
+    else:  # legacy: [REX] 0F [38|3A] opcode ModRM
+        if 0x40 <= b <= 0x4F:
+            i += 1
+        if i + 2 >= len(code) or code[i] != 0x0F:
+            return "other", None
+        op = code[i + 1]
+        if op in (0x38, 0x3A):
+            vmap, op = (2 if op == 0x38 else 3), code[i + 2]
+            if op >= 0xF0 or i + 3 >= len(code):
+                return "other", None  # movbe, crc32, adcx, ...
+            modrm = code[i + 3]
+        elif op in SSE_0F:
+            vmap, modrm = 1, code[i + 2]
+        else:
+            return "other", None
+        w = 0
+    kind = "vector"
+    if vmap == 2 and pp == 1 and w == 1 and op in (0xB4, 0xB5) and b in (0x62, 0xC4):
+        kind = "luq" if op == 0xB4 else "huq"
+    if modrm >> 6 == 3:
+        return kind, None
+    store = (vmap, op) in STORES or (vmap, op, pp) in STORES_PP
+    return kind, "store" if store else "load"
+
+
+def short_name(sym):
+    """A Rust symbol without mangling and hash: _ZN3kae2mb6kernel8exp_ifma17h<16 hex>E... ->
+    kae::mb::kernel::exp_ifma; other names as they are."""
+    if not sym.startswith("_ZN"):
+        return sym
+    parts, i = [], 3
+    while i < len(sym) and sym[i].isdigit():
+        j = i
+        while j < len(sym) and sym[j].isdigit():
+            j += 1
+        n = int(sym[i:j])
+        parts.append(sym[j : j + n])
+        i = j + n
+    if parts and re.fullmatch(r"h[0-9a-f]{16}", parts[-1]):
+        parts.pop()
+    return "::".join(parts) or sym
 
 
 class EmuError(Exception):
@@ -148,6 +257,14 @@ class Memory:
             return b""
         mm, off = self._find(va, n)
         return mm[off : off + n]
+
+    def read_code(self, va, n):
+        """Up to n bytes from va, fewer at the end of its region (instruction bytes)."""
+        for rva, size, mm, _ in self.regions:
+            if rva <= va < rva + size:
+                off = va - rva
+                return mm[off : min(off + n, size)]
+        raise EmuError(f"instruction outside mapped memory: {va:#x}")
 
     def write(self, va, data):
         if not data:
@@ -286,6 +403,9 @@ class Emulator:
         self.heap = Heap(self.mem)
         self.trace_imports = trace_imports
         self.import_calls = {}
+        self.import_bytes = {}  # memcpy/memmove/memset: bytes (for --count)
+        self.counts = None  # while counting: {address: times executed}
+        self.decoded = {}  # address -> (kind, memory, function), for --count
         self.xcr0 = 0xE7  # x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
         self.fs_base = self._setup_tls()
 
@@ -408,6 +528,71 @@ class Emulator:
         self.mem.write(self.mutant.base + start + at + 4, b"\xb5")
         return at
 
+    # --count
+    def count_start(self):
+        """From now on every executed instruction is counted by its address (a Python hook
+        before each instruction; only while counting, the other runs have no such hook)."""
+        cpu = self.sess.cpu  # fetched once: sess.cpu in the hook costs as much again
+        counts = collections.defaultdict(int)
+        last = [None]
+
+        # BochsCPU calls before_execution twice in a row for some instructions (0.3% of
+        # random-512's, at 33 addresses, branches and arithmetic alike, not only around page
+        # ends): a repeat of the previous address is not counted. Checked: the counts are then
+        # those of after_execution, which is called once per instruction but gives the address
+        # after it, and the vpmadd52 counts are the ones the kernel's loops imply. (No code here
+        # runs one address twice in a row: that takes `jmp .` or `loop .`; a rep-prefixed
+        # instruction is reported once.)
+        def before_execution(_sess, _cpu_id, _insn):
+            rip = cpu.rip
+            if rip != last[0]:
+                counts[rip] += 1
+                last[0] = rip
+
+        hook = self.bx.Hook()
+        hook.before_execution = before_execution
+        self.hooks = [self.hooks[0], hook]
+        self.counts = counts
+
+    def count_stop(self):
+        """Ends counting; returns {address: times executed}."""
+        self.hooks = self.hooks[:1]
+        counts, self.counts = self.counts, None
+        return counts
+
+    def count_summary(self, counts):
+        """Totals of a count_stop() result (each address decoded once, cached): a dict of
+        instructions, luq, huq, vector (vpmadd52 included), load, store (vector ones with a
+        memory operand), and {function: instructions}."""
+        tot = dict.fromkeys(("instructions", "luq", "huq", "vector", "load", "store"), 0)
+        by_func = collections.defaultdict(int)
+        for rip, k in counts.items():
+            d = self.decoded.get(rip)
+            if d is None:
+                d = self.decoded[rip] = (*classify(self.mem.read_code(rip, 15)), self._func_of(rip))
+            kind, memory, func = d
+            tot["instructions"] += k
+            if kind != "other":
+                tot["vector"] += k
+                if kind != "vector":
+                    tot[kind] += k
+                if memory:
+                    tot[memory] += k
+            by_func[func] += k
+        return tot, by_func
+
+    def _func_of(self, addr):
+        """The short name of the function holding addr (bisect over the symbols)."""
+        img = self.mutant if addr >= MUTANT_BASE else self.image
+        if not hasattr(img, "starts"):
+            img.starts = [a for a, _, _ in img.funcs]
+        off = addr - img.base
+        i = bisect.bisect_right(img.starts, off) - 1
+        for a, size, name in reversed(img.funcs[max(i - 7, 0) : i + 1]):  # aliases share a start
+            if a <= off < a + max(size, 1):
+                return short_name(name)
+        return f"{addr:#x}"
+
     def name_of(self, addr):
         if addr in self.image.imports:
             return f"import {self.image.imports[addr]}"
@@ -440,6 +625,8 @@ class Emulator:
                 raise EmuError(f"jump to an unknown trap address {rip:#x}")
             self.import_calls[name] = self.import_calls.get(name, 0) + 1
             a = (st.rdi, st.rsi, st.rdx, st.rcx, st.r8, st.r9)
+            if name in ("memcpy", "memmove", "memset"):
+                self.import_bytes[name] = self.import_bytes.get(name, 0) + a[2]
             st.rax = self._import(name, a)
             if self.trace_imports:
                 print(f"    {name}({', '.join(hex(x) for x in a[:3])}) = {st.rax:#x}")
@@ -481,6 +668,7 @@ def run_case(emu, cases_dir, c, lanes, image=None):
         raise EmuError(f"{c['name']}: truncated case file")
     emu.heap.reset()
     emu.import_calls.clear()
+    emu.import_bytes.clear()
     pm, pb, pe, po = (emu.heap.alloc(len(x), 64) for x in (m, b, e, want))
     emu.mem.write(pm, m)
     emu.mem.write(pb, b)
@@ -519,15 +707,54 @@ def controls(emu, cases_dir, cases, lanes):
           f"vpmadd52luq at exp_ifma+{emu.mutation:#x} made huq -> {caught} (both as they must)")
 
 
+def print_count(emu, counts):
+    """The --count lines of a case."""
+    tot, by_func = emu.count_summary(counts)
+    ins, madd = tot["instructions"], tot["luq"] + tot["huq"]
+    per = f"{ins / madd:.2f}" if madd else "-"
+    pad = " " * 16
+
+    def pct(k):
+        return f"{100 * k / ins:.1f}%" if ins else "-"
+
+    print(f"{pad}count: {ins} instructions, {madd} vpmadd52 ({tot['luq']} luq + {tot['huq']} huq), "
+          f"{per} instructions per vpmadd52")
+    print(f"{pad}       vector {tot['vector']} ({pct(tot['vector'])}), with a memory operand "
+          f"{tot['load'] + tot['store']} ({pct(tot['load'] + tot['store'])}: "
+          f"{tot['load']} loads, {tot['store']} stores)")
+    funcs = sorted(by_func.items(), key=lambda kv: -kv[1])
+    print(f"{pad}       by function: " + ", ".join(f"{f} {k}" for f, k in funcs[:6])
+          + (f", {len(funcs) - 6} more" if len(funcs) > 6 else ""))
+    if emu.import_bytes:
+        print(f"{pad}       not counted (run in Python): " + ", ".join(
+            f"{name} {emu.import_calls[name]} calls {b} bytes"
+            for name, b in sorted(emu.import_bytes.items())))
+
+
 def main():
     ap = argparse.ArgumentParser(
-        description="Run kae's compiled AVX-512 IFMA kernel under BochsCPU and compare it "
+        description="Run kae's compiled AVX-512 IFMA kernel under BochsCPU and compare it\n"
         "with the portable kernel (see scripts/ifma-emulate.sh).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""example: the counts of the 512- and 1024-bit cases of a build (about 15 s):
+  target/release/examples/ifma_emulate --write /tmp/cases
+  %(prog)s --bin target/release/examples/ifma_emulate --cases /tmp/cases \\
+      --count --only random-512 --only random-1024 --only e65537-512
+cases: random-512 random-1024 random-1536 random-2048 e65537-512 e65537-2048 edge-512""",
     )
     ap.add_argument("--bin", required=True, help="target/release/examples/ifma_emulate")
     ap.add_argument("--cases", required=True, help="directory written by `ifma_emulate --write`")
-    ap.add_argument("--only", action="append", default=[], help="run only this case (repeatable)")
+    ap.add_argument("--only", action="append", default=[], metavar="CASE",
+                    help="run only this case (repeatable)")
     ap.add_argument("--trace-imports", action="store_true", help="print every imported call")
+    ap.add_argument(
+        "--count",
+        action="store_true",
+        help="per case, count the instructions executed in the kernel call: all, "
+        "vpmadd52luq/huq, instructions per vpmadd52, vector ones and those with a memory "
+        "operand (loads/stores), per function (10-15x slower: random-512 ~2 s, "
+        "random-1024 ~11 s, random-2048 ~70 s; PASS/FAIL as without it)",
+    )
     args = ap.parse_args()
 
     try:
@@ -563,6 +790,8 @@ def main():
     failed = 0
     for c in cases:
         n, exp_bits = c["limbs"], c["exp_bits"]
+        if args.count:
+            emu.count_start()
         t0 = time.monotonic()
         try:
             got, want = run_case(emu, args.cases, c, lanes)
@@ -570,15 +799,23 @@ def main():
             failed += 1
             print(f"{c['name']:>14}: FAIL (emulation: {err})")
             continue
+        finally:
+            counts = emu.count_stop() if args.count else None
         took = time.monotonic() - t0
         calls = ", ".join(f"{k} {v}" for k, v in sorted(emu.import_calls.items()))
-        if got == want:
+        ok = got == want
+        if ok:
             print(f"{c['name']:>14}: PASS  {c['bits']}-bit, exp_bits {exp_bits}, "
-                  f"{took:.1f}s emulated (imports: {calls})")
+                  f"{took:.1f}s emulated{' and counted' if args.count else ''} "
+                  f"(imports: {calls})")
+        else:
+            failed += 1
+            print(f"{c['name']:>14}: FAIL  {c['bits']}-bit, exp_bits {exp_bits}, {took:.1f}s: "
+                  f"IFMA result differs from the portable one")
+        if counts is not None:
+            print_count(emu, counts)
+        if ok:
             continue
-        failed += 1
-        print(f"{c['name']:>14}: FAIL  {c['bits']}-bit, exp_bits {exp_bits}, {took:.1f}s: "
-              f"IFMA result differs from the portable one")
         gw = struct.unpack(f"<{len(got) // 8}Q", got)
         ww = struct.unpack(f"<{len(want) // 8}Q", want)
         for lane in range(lanes):

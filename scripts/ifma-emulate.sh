@@ -12,21 +12,33 @@
 # vpmadd52huq: a mismatch). On a CPU with IFMA the cases also run natively. Installs
 # bochscpu-python and pyelftools with pip when missing. About 15 s after the build.
 #
-# usage: scripts/ifma-emulate.sh [--seed N] [--only CASE]... [--keep]
+# usage: scripts/ifma-emulate.sh [--seed N] [--only CASE]... [--keep] [--count] [--bin PATH]
 #   --seed N      random inputs from seed N (default: a fixed seed)
 #   --only CASE   run only CASE (repeatable): random-512 random-1024 random-1536
 #                 random-2048 e65537-512 e65537-2048 edge-512
 #   --keep        keep the case files (directory printed)
-# Knobs: NO_BUILD=1, PYTHON (default python3), BOCHSCPU_WHEEL (a local wheel file to
-# install instead of PyPI's bochscpu-python), PIP_ARGS (more `pip install` arguments).
+#   --count       per case, also count the instructions executed in the kernel call: all of
+#                 them, vpmadd52luq/huq, instructions per vpmadd52, vector ones, those with a
+#                 memory operand (loads, stores), by function. 10-15x slower: random-512
+#                 ~2 s, random-1024 ~11 s, random-2048 ~70 s. PASS/FAIL as without it.
+#   --bin PATH    run this ifma_emulate binary (another tree's build, say) instead of building
+#                 this tree's; it also writes the cases
+# example (the counting baseline of a kernel change, about 15 s after the build):
+#   scripts/ifma-emulate.sh --count --only random-512 --only random-1024 --only e65537-512
+# Knobs: NO_BUILD=1, CARGO_TARGET_DIR (where the build goes, and the binary is taken from:
+# $CARGO_TARGET_DIR/release/examples/ifma_emulate), PYTHON (default python3), BOCHSCPU_WHEEL
+# (a local wheel file to install instead of PyPI's bochscpu-python), PIP_ARGS (more `pip
+# install` arguments).
 # Exit status: 0 every case PASS, 1 a FAIL or an emulation error, 2 usage.
 set -euo pipefail
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
 
 SEED=
 KEEP=0
 ONLY=()
+COUNT=()
+BIN=
 while (($#)); do
     case $1 in
         -h | --help) usage; exit 0 ;;
@@ -41,6 +53,12 @@ while (($#)); do
             shift 2
             ;;
         --keep) KEEP=1; shift ;;
+        --count) COUNT=(--count); shift ;;
+        --bin)
+            [[ $# -ge 2 ]] || { echo "ifma-emulate.sh: --bin needs a path" >&2; exit 2; }
+            BIN=$(realpath -- "$2") || exit 2
+            shift 2
+            ;;
         *) echo "ifma-emulate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -62,10 +80,12 @@ if ! "$PYTHON" -c 'import elftools' 2>/dev/null; then
     "$PYTHON" -m pip install -q "${pip_args[@]}" pyelftools >&2
 fi
 
-if [[ "${NO_BUILD:-0}" != 1 ]]; then
-    cargo build --release --example ifma_emulate >&2
+if [[ -z $BIN ]]; then
+    if [[ "${NO_BUILD:-0}" != 1 ]]; then
+        cargo build --release --example ifma_emulate >&2
+    fi
+    BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/ifma_emulate"
 fi
-BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/ifma_emulate"
 [[ -x $BIN ]] || { echo "ifma-emulate.sh: $BIN missing" >&2; exit 1; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-ifma-emulate.XXXXXX")
@@ -80,6 +100,6 @@ if grep -qw avx512ifma /proc/cpuinfo 2>/dev/null && grep -qw avx512f /proc/cpuin
     "$BIN" --native "$WORK" || rc=1
 fi
 start=$SECONDS
-"$PYTHON" "$ROOT/scripts/ifma-emulate.py" --bin "$BIN" --cases "$WORK" "${ONLY[@]}" || rc=1
+"$PYTHON" "$ROOT/scripts/ifma-emulate.py" --bin "$BIN" --cases "$WORK" "${ONLY[@]}" "${COUNT[@]}" || rc=1
 echo "ifma-emulate.sh: emulation took $((SECONDS - start))s: $( ((rc == 0)) && echo PASS || echo FAIL)"
 exit "$rc"

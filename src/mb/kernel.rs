@@ -302,20 +302,20 @@ fn exp_impl<V: Lanes>(
         if w + 1 < windows {
             for _ in 0..WINDOW {
                 ctx.sqr(&acc, &mut t, &mut tmp);
-                acc.copy_from_slice(&tmp);
+                core::mem::swap(&mut acc, &mut tmp); // buffers trade places: no copy
             }
         }
         // Full table scan: every entry is read, the lane's own is kept by mask.
         sel.fill(V::zero());
-        for i in 0..TABLE {
+        for (i, entry) in table.chunks_exact(n).enumerate() {
             let hit = idx.eq_mask(V::splat(i as u64));
-            for j in 0..n {
-                sel[j] = sel[j].or(hit.and(table[i * n + j]));
+            for (s, &e) in sel.iter_mut().zip(entry) {
+                *s = s.or(hit.and(e));
             }
         }
         if w + 1 < windows {
             ctx.mul(&acc, &sel, &mut t, &mut tmp);
-            acc.copy_from_slice(&tmp);
+            core::mem::swap(&mut acc, &mut tmp);
         } else {
             acc.copy_from_slice(&sel);
         }

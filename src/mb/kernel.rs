@@ -48,6 +48,48 @@ fn normalize<V: Lanes>(t: &mut [V]) {
     }
 }
 
+/// row += a·b, where `row` has one limb more than `a`: row[j] gets lo(a[j]·b) and
+/// hi(a[j−1]·b), the last limb hi(a[last]·b). Each limb of `row` is loaded and stored once, and
+/// the iterators need no bounds checks.
+#[inline(always)]
+fn mac_row<V: Lanes>(row: &mut [V], a: &[V], b: V) {
+    let (head, last) = row.split_at_mut(a.len());
+    let (Some((r0, head)), Some((&a0, a_rest))) = (head.split_first_mut(), a.split_first()) else {
+        return;
+    };
+    *r0 = r0.madd52lo(a0, b);
+    let mut prev = a0;
+    for (r, &aj) in head.iter_mut().zip(a_rest) {
+        *r = r.madd52lo(aj, b).madd52hi(prev, b);
+        prev = aj;
+    }
+    if let Some(l) = last.first_mut() {
+        *l = l.madd52hi(prev, b);
+    }
+}
+
+/// row += a·b0 + a·b1·2^52, where `row` has two limbs more than `a`: two rows of a schoolbook
+/// product in one pass, so each limb of `row` is loaded and stored once per two rows. The first
+/// terms multiply zeros (no edge cases, the same instructions whatever the values).
+#[inline(always)]
+fn mac_row2<V: Lanes>(row: &mut [V], a: &[V], b0: V, b1: V) {
+    let (head, tail) = row.split_at_mut(a.len());
+    let (mut p1, mut p2) = (V::zero(), V::zero()); // a[j-1], a[j-2]
+    for (r, &aj) in head.iter_mut().zip(a) {
+        *r = r
+            .madd52lo(aj, b0)
+            .madd52hi(p1, b0)
+            .madd52lo(p1, b1)
+            .madd52hi(p2, b1);
+        p2 = p1;
+        p1 = aj;
+    }
+    if let [t0, t1, ..] = tail {
+        *t0 = t0.madd52hi(p1, b0).madd52lo(p1, b1).madd52hi(p2, b1);
+        *t1 = t1.madd52hi(p1, b1);
+    }
+}
+
 /// The modulus of each lane, ready for almost-Montgomery arithmetic.
 pub(crate) struct Ctx<V: Lanes> {
     n: usize,
@@ -62,13 +104,26 @@ impl<V: Lanes> Ctx<V> {
     #[inline(always)]
     fn redc(&self, t: &mut [V], r: &mut [V]) {
         let n = self.n;
-        for i in 0..n {
+        let m = &self.m[..n];
+        let mut i = 0;
+        // Two rows per pass: q1 comes from what limb i+1 will hold after row i and the carry
+        // out of limb i, computed ahead on copies.
+        while i + 1 < n {
             // q makes limb i vanish mod 2^52 (only its low 52 bits matter to madd52lo).
+            let q0 = V::zero().madd52lo(t[i], self.k0);
+            let c0 = t[i].madd52lo(m[0], q0).shr::<52>();
+            let t1 = t[i + 1].madd52lo(m[1], q0).madd52hi(m[0], q0).add(c0);
+            let q1 = V::zero().madd52lo(t1, self.k0);
+            mac_row2(&mut t[i..i + n + 2], m, q0, q1);
+            let c = t[i].shr::<52>();
+            t[i + 1] = t[i + 1].add(c);
+            let c = t[i + 1].shr::<52>();
+            t[i + 2] = t[i + 2].add(c);
+            i += 2;
+        }
+        if i < n {
             let q = V::zero().madd52lo(t[i], self.k0);
-            for j in 0..n {
-                t[i + j] = t[i + j].madd52lo(self.m[j], q);
-                t[i + j + 1] = t[i + j + 1].madd52hi(self.m[j], q);
-            }
+            mac_row(&mut t[i..i + n + 1], m, q);
             let c = t[i].shr::<52>();
             t[i + 1] = t[i + 1].add(c);
         }
@@ -80,34 +135,49 @@ impl<V: Lanes> Ctx<V> {
     #[inline(always)]
     fn mul(&self, a: &[V], b: &[V], t: &mut [V], r: &mut [V]) {
         let n = self.n;
+        let a = &a[..n];
         t.fill(V::zero());
-        for i in 0..n {
-            for j in 0..n {
-                t[i + j] = t[i + j].madd52lo(a[j], b[i]);
-                t[i + j + 1] = t[i + j + 1].madd52hi(a[j], b[i]);
-            }
+        let b = &b[..n];
+        let mut i = 0;
+        while i + 1 < n {
+            mac_row2(&mut t[i..i + n + 2], a, b[i], b[i + 1]);
+            i += 2;
+        }
+        if i < n {
+            mac_row(&mut t[i..i + n + 1], a, b[i]);
         }
         self.redc(t, r);
     }
 
     /// r = a²/R mod m, below 2m, for a below 2m: each cross product once, doubled, then the
-    /// squares on the diagonal.
+    /// squares on the diagonal. Rows go in pairs (i, i+1) through `mac_row2`, which also
+    /// multiplies a[i+1] by itself once; that square is doubled with the cross products, so the
+    /// diagonal pass takes it away once for odd limbs instead of adding it.
     #[inline(always)]
     fn sqr(&self, a: &[V], t: &mut [V], r: &mut [V]) {
         let n = self.n;
+        let a = &a[..n];
         t.fill(V::zero());
-        for i in 0..n {
-            for j in i + 1..n {
-                t[i + j] = t[i + j].madd52lo(a[j], a[i]);
-                t[i + j + 1] = t[i + j + 1].madd52hi(a[j], a[i]);
-            }
+        // Cross products a[i]·a[j], j > i, land from limb 2i+1 on.
+        let mut i = 0;
+        while i + 1 < n {
+            mac_row2(&mut t[2 * i + 1..i + n + 2], &a[i + 1..], a[i], a[i + 1]);
+            i += 2;
         }
         for x in t.iter_mut() {
             *x = x.shl::<1>();
         }
-        for i in 0..n {
-            t[2 * i] = t[2 * i].madd52lo(a[i], a[i]);
-            t[2 * i + 1] = t[2 * i + 1].madd52hi(a[i], a[i]);
+        for (k, (pair, &ak)) in t.chunks_exact_mut(2).zip(a).enumerate() {
+            let lo = V::zero().madd52lo(ak, ak);
+            let hi = V::zero().madd52hi(ak, ak);
+            if k % 2 == 1 {
+                // a[k]² is in the doubled sum twice (k is the second row of a pair: public).
+                pair[0] = pair[0].sub(lo);
+                pair[1] = pair[1].sub(hi);
+            } else {
+                pair[0] = pair[0].add(lo);
+                pair[1] = pair[1].add(hi);
+            }
         }
         self.redc(t, r);
     }
@@ -232,20 +302,20 @@ fn exp_impl<V: Lanes>(
         if w + 1 < windows {
             for _ in 0..WINDOW {
                 ctx.sqr(&acc, &mut t, &mut tmp);
-                acc.copy_from_slice(&tmp);
+                core::mem::swap(&mut acc, &mut tmp); // buffers trade places: no copy
             }
         }
         // Full table scan: every entry is read, the lane's own is kept by mask.
         sel.fill(V::zero());
-        for i in 0..TABLE {
+        for (i, entry) in table.chunks_exact(n).enumerate() {
             let hit = idx.eq_mask(V::splat(i as u64));
-            for j in 0..n {
-                sel[j] = sel[j].or(hit.and(table[i * n + j]));
+            for (s, &e) in sel.iter_mut().zip(entry) {
+                *s = s.or(hit.and(e));
             }
         }
         if w + 1 < windows {
             ctx.mul(&acc, &sel, &mut t, &mut tmp);
-            acc.copy_from_slice(&tmp);
+            core::mem::swap(&mut acc, &mut tmp);
         } else {
             acc.copy_from_slice(&sel);
         }

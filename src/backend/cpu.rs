@@ -157,23 +157,23 @@ fn worker_loop(s: &Shared, idx: usize) {
             });
             continue;
         }
-        if let Work::Batch(f) = &s.work {
-            if s.stop.load(Ordering::Acquire) {
-                batch
-                    .iter_mut()
-                    .for_each(|r| r.result = Err(crate::error::KaeError::BackendFailure));
-            } else {
-                compute_batch_caught(f, &mut batch);
+        let compute = match &s.work {
+            Work::Each(compute) => *compute,
+            Work::Batch(f) => {
+                if s.stop.load(Ordering::Acquire) {
+                    batch
+                        .iter_mut()
+                        .for_each(|r| r.result = Err(crate::error::KaeError::BackendFailure));
+                } else {
+                    compute_batch_caught(f, &mut batch);
+                }
+                let n = batch.len();
+                q.load.fetch_sub(n, Ordering::AcqRel);
+                s.in_flight.fetch_sub(n, Ordering::AcqRel);
+                crate::stats::in_flight_sub(n);
+                s.completer.complete_all(&mut batch);
+                continue;
             }
-            let n = batch.len();
-            q.load.fetch_sub(n, Ordering::AcqRel);
-            s.in_flight.fetch_sub(n, Ordering::AcqRel);
-            crate::stats::in_flight_sub(n);
-            s.completer.complete_all(&mut batch);
-            continue;
-        }
-        let Work::Each(compute) = s.work.clone() else {
-            continue;
         };
         // Each request completes as soon as it is computed: the first of a batch never waits
         // for the others (no head-of-line wait).
@@ -239,11 +239,9 @@ fn stall_for_test() {
 }
 
 impl Backend for CpuBackend {
+    /// "cpu"; the multi-buffer backend, which runs batches on these workers, names itself.
     fn name(&self) -> &'static str {
-        match self.shared.work {
-            Work::Each(_) => super::registry::BackendKind::Cpu.name(),
-            Work::Batch(_) => super::registry::BackendKind::MultiBuffer.name(),
-        }
+        super::registry::BackendKind::Cpu.name()
     }
 
     fn submit(&self, req: Request) -> Result<(), Request> {

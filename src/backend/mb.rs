@@ -246,7 +246,6 @@ impl Batcher {
     /// The workers' batch function: groups by size class, kernel for groups big enough, scalar
     /// code for the rest.
     fn compute(&self, batch: &mut [Request]) {
-        let run = self;
         let mut groups: Vec<(Size, Vec<usize>)> = Vec::new();
         let mut scalar: Vec<usize> = Vec::new();
         for (i, r) in batch.iter().enumerate() {
@@ -270,54 +269,54 @@ impl Batcher {
                 scalar.extend(small);
             }
             if !idx.is_empty() {
-                run_group(batch, size, &idx, run);
+                self.run_group(batch, size, &idx);
             }
         }
         for i in scalar {
             super::compute(&mut batch[i]);
         }
     }
-}
 
-/// Runs the requests `idx` of one size class through the kernel, 8 lanes (4 requests) per
-/// call; a request whose preparation fails gets that error, the others go on.
-fn run_group(batch: &mut [Request], size: Size, idx: &[usize], run: &Batcher) {
-    let mut ready: Vec<(usize, Halves)> = Vec::with_capacity(idx.len());
-    for &i in idx {
-        match halves(&batch[i], size) {
-            Ok(h) => ready.push((i, h)),
-            Err(e) => batch[i].result = Err(e),
-        }
-    }
-    for chunk in ready.chunks(PER_CALL) {
-        let mut lanes: Vec<Lane> = Vec::with_capacity(2 * chunk.len());
-        for (_, h) in chunk {
-            lanes.push(Lane {
-                modulus: &h.p,
-                base: &h.cp,
-                exp: &h.dp,
-            });
-            lanes.push(Lane {
-                modulus: &h.q,
-                base: &h.cq,
-                exp: &h.dq,
-            });
-        }
-        let out = mb::mod_exp(run.engine, size, &lanes, size.bits());
-        crate::stats::note_mb_batch(lanes.len());
-        match out {
-            Ok(mut out) => {
-                if let Some(k) = run.fault_lane.filter(|&k| k < out.len()) {
-                    out[k][0] ^= 1; // testing only: a wrong lane for the fault check to catch
-                }
-                for (n, (i, _)) in chunk.iter().enumerate() {
-                    let r = &mut batch[*i];
-                    r.result = recombine_into(r, &out[2 * n], &out[2 * n + 1]);
-                }
+    /// Runs the requests `idx` of one size class through the kernel, 8 lanes (4 requests) per
+    /// call; a request whose preparation fails gets that error, the others go on.
+    fn run_group(&self, batch: &mut [Request], size: Size, idx: &[usize]) {
+        let mut ready: Vec<(usize, Halves)> = Vec::with_capacity(idx.len());
+        for &i in idx {
+            match halves(&batch[i], size) {
+                Ok(h) => ready.push((i, h)),
+                Err(e) => batch[i].result = Err(e),
             }
-            Err(e) => {
-                for (i, _) in chunk {
-                    batch[*i].result = Err(e);
+        }
+        for chunk in ready.chunks(PER_CALL) {
+            let mut lanes: Vec<Lane> = Vec::with_capacity(2 * chunk.len());
+            for (_, h) in chunk {
+                lanes.push(Lane {
+                    modulus: &h.p,
+                    base: &h.cp,
+                    exp: &h.dp,
+                });
+                lanes.push(Lane {
+                    modulus: &h.q,
+                    base: &h.cq,
+                    exp: &h.dq,
+                });
+            }
+            let out = mb::mod_exp(self.engine, size, &lanes, size.bits());
+            crate::stats::note_mb_batch(lanes.len());
+            match out {
+                Ok(mut out) => {
+                    if let Some(k) = self.fault_lane.filter(|&k| k < out.len()) {
+                        out[k][0] ^= 1; // testing only: a wrong lane for the fault check to catch
+                    }
+                    for (n, (i, _)) in chunk.iter().enumerate() {
+                        let r = &mut batch[*i];
+                        r.result = recombine_into(r, &out[2 * n], &out[2 * n + 1]);
+                    }
+                }
+                Err(e) => {
+                    for (i, _) in chunk {
+                        batch[*i].result = Err(e);
+                    }
                 }
             }
         }

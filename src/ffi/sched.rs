@@ -15,16 +15,3 @@ pub fn make_current_thread_idle() -> bool {
         false
     }
 }
-
-/// Whether the calling thread runs with SCHED_IDLE (for tests).
-pub fn current_thread_is_idle() -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: pid 0 is the calling thread; the call only reads its policy.
-        unsafe { libc::sched_getscheduler(0) == libc::SCHED_IDLE }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        false
-    }
-}

@@ -48,26 +48,6 @@ fn normalize<V: Lanes>(t: &mut [V]) {
     }
 }
 
-/// row += a·b, where `row` has one limb more than `a`: row[j] gets lo(a[j]·b) and
-/// hi(a[j−1]·b), the last limb hi(a[last]·b). Each limb of `row` is loaded and stored once, and
-/// the iterators need no bounds checks.
-#[inline(always)]
-fn mac_row<V: Lanes>(row: &mut [V], a: &[V], b: V) {
-    let (head, last) = row.split_at_mut(a.len());
-    let (Some((r0, head)), Some((&a0, a_rest))) = (head.split_first_mut(), a.split_first()) else {
-        return;
-    };
-    *r0 = r0.madd52lo(a0, b);
-    let mut prev = a0;
-    for (r, &aj) in head.iter_mut().zip(a_rest) {
-        *r = r.madd52lo(aj, b).madd52hi(prev, b);
-        prev = aj;
-    }
-    if let Some(l) = last.first_mut() {
-        *l = l.madd52hi(prev, b);
-    }
-}
-
 /// row += a·b0 + a·b1·2^52, where `row` has two limbs more than `a`: two rows of a schoolbook
 /// product in one pass, so each limb of `row` is loaded and stored once per two rows. The first
 /// terms multiply zeros (no edge cases, the same instructions whatever the values).
@@ -105,10 +85,9 @@ impl<V: Lanes> Ctx<V> {
     fn redc(&self, t: &mut [V], r: &mut [V]) {
         let n = self.n;
         let m = &self.m[..n];
-        let mut i = 0;
-        // Two rows per pass: q1 comes from what limb i+1 will hold after row i and the carry
-        // out of limb i, computed ahead on copies.
-        while i + 1 < n {
+        // Two rows per pass (n is even): q1 comes from what limb i+1 will hold after row i and
+        // the carry out of limb i, computed ahead on copies.
+        for i in (0..n).step_by(2) {
             // q makes limb i vanish mod 2^52 (only its low 52 bits matter to madd52lo).
             let q0 = V::zero().madd52lo(t[i], self.k0);
             let c0 = t[i].madd52lo(m[0], q0).shr::<52>();
@@ -119,13 +98,6 @@ impl<V: Lanes> Ctx<V> {
             t[i + 1] = t[i + 1].add(c);
             let c = t[i + 1].shr::<52>();
             t[i + 2] = t[i + 2].add(c);
-            i += 2;
-        }
-        if i < n {
-            let q = V::zero().madd52lo(t[i], self.k0);
-            mac_row(&mut t[i..i + n + 1], m, q);
-            let c = t[i].shr::<52>();
-            t[i + 1] = t[i + 1].add(c);
         }
         r.copy_from_slice(&t[n..2 * n]);
         normalize(r);
@@ -137,14 +109,8 @@ impl<V: Lanes> Ctx<V> {
         let n = self.n;
         let a = &a[..n];
         t.fill(V::zero());
-        let b = &b[..n];
-        let mut i = 0;
-        while i + 1 < n {
-            mac_row2(&mut t[i..i + n + 2], a, b[i], b[i + 1]);
-            i += 2;
-        }
-        if i < n {
-            mac_row(&mut t[i..i + n + 1], a, b[i]);
+        for (i, pair) in b[..n].chunks_exact(2).enumerate() {
+            mac_row2(&mut t[2 * i..2 * i + n + 2], a, pair[0], pair[1]);
         }
         self.redc(t, r);
     }
@@ -159,10 +125,8 @@ impl<V: Lanes> Ctx<V> {
         let a = &a[..n];
         t.fill(V::zero());
         // Cross products a[i]·a[j], j > i, land from limb 2i+1 on.
-        let mut i = 0;
-        while i + 1 < n {
+        for i in (0..n).step_by(2) {
             mac_row2(&mut t[2 * i + 1..i + n + 2], &a[i + 1..], a[i], a[i + 1]);
-            i += 2;
         }
         for x in t.iter_mut() {
             *x = x.shl::<1>();
@@ -254,6 +218,8 @@ fn exp_impl<V: Lanes>(
     out: &mut Interleaved,
 ) {
     let n = m.len();
+    // Rows go in pairs (`mac_row2`): every size has an even limb count (`Size::limbs52`).
+    assert!(n % 2 == 0, "the kernel takes an even number of limbs");
     let mut k0 = [0u64; 8];
     for (lane, k) in k0.iter_mut().enumerate() {
         *k = neg_inv52(m[0][lane]);

@@ -137,8 +137,9 @@ fn repack(input: &[u64], from: u32, out: &mut [u64], to: u32) {
     acc.zeroize();
 }
 
-/// Copies lane-major values into the kernel's interleaved layout, `limbs` 52-bit limbs each
-/// (`from_bits` = 64: converts from words; lanes past `lanes.len()` repeat lane 0).
+/// Copies lane-major values into the kernel's interleaved layout, `limbs` entries per lane:
+/// 64-bit words repacked into 52-bit limbs when `words_to_limbs`, copied as they are otherwise
+/// (the exponent's words). Lanes past `lanes.len()` repeat lane 0.
 fn interleave(lanes: &[&[u64]], words_to_limbs: bool, limbs: usize) -> Zeroizing<Vec<[u64; 8]>> {
     let mut v = Zeroizing::new(vec![[0u64; LANES]; limbs]);
     let mut one = Zeroizing::new(vec![0u64; limbs]);
@@ -267,6 +268,7 @@ mod tests {
     fn sizes_have_headroom_for_almost_montgomery() {
         for s in Size::ALL {
             assert!(52 * s.limbs52() >= s.bits() + 2, "{s:?}");
+            assert_eq!(s.limbs52() % 2, 0, "{s:?}: the kernel pairs rows");
             assert!(
                 52 * s.limbs52() <= 64 * 40 + 52,
                 "{s:?}: limb bound of the kernel"
@@ -327,13 +329,11 @@ mod tests {
         let r = mod_exp(Engine::Portable, Size::B512, &lanes, 64).unwrap();
         for (i, &(m, b, e)) in cases.iter().enumerate() {
             let mut want: u128 = 1;
-            for _ in 0..e.min(100_000) {
+            for _ in 0..e {
                 want = want * (b as u128 % m as u128) % m as u128;
             }
-            if e <= 100_000 {
-                assert_eq!(r[i][0] as u128, want, "lane {i}");
-                assert!(r[i][1..].iter().all(|&x| x == 0));
-            }
+            assert_eq!(r[i][0] as u128, want, "lane {i}");
+            assert!(r[i][1..].iter().all(|&x| x == 0));
         }
     }
 

@@ -465,39 +465,35 @@ fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
     }
 }
 
-/// Starts the pool on the selected backend; a hardware backend that cannot start (library,
-/// init) is reported once and replaced by CPU workers.
+/// Starts the pool on the selected backend; a backend other than the CPU that cannot start
+/// (library, init, threads) is reported once and replaced by CPU workers.
 fn start_selected(cfg: &PoolConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
-    if selected_kind() == BackendKind::Hpre {
-        match crate::backend::hpre::backend::start(&cfg.hpre) {
-            Ok(b) => return Pool::start_with(Box::new(b), Arc::new(Completer::new())),
-            Err(why) => {
-                stats::note_fallback();
-                crate::logging::warn_rate_limited(
-                    "hpre-start",
-                    format_args!(
-                        "the HPRE backend did not start ({why}); CPU workers take its place"
-                    ),
-                );
-            }
+    let completer = Arc::new(Completer::new());
+    let (what, started): (&str, Result<Box<dyn Backend>, String>) = match selected_kind() {
+        BackendKind::Cpu => return Pool::start_cpu(cfg, compute),
+        BackendKind::Hpre => (
+            "HPRE",
+            crate::backend::hpre::backend::start(&cfg.hpre).map(|b| Box::new(b) as _),
+        ),
+        BackendKind::MultiBuffer => (
+            "multi-buffer",
+            crate::backend::mb::start(cfg.queues, cfg.depth, &cfg.mb, completer.clone())
+                .map(|b| Box::new(b) as _),
+        ),
+    };
+    match started {
+        Ok(b) => Pool::start_with(b, completer),
+        Err(why) => {
+            stats::note_fallback();
+            crate::logging::warn_rate_limited(
+                "backend-start",
+                format_args!(
+                    "the {what} backend did not start ({why}); CPU workers take its place"
+                ),
+            );
+            Pool::start_cpu(cfg, compute)
         }
     }
-    if selected_kind() == BackendKind::MultiBuffer {
-        let completer = Arc::new(Completer::new());
-        match crate::backend::mb::start(cfg.queues, cfg.depth, &cfg.mb, completer.clone()) {
-            Ok(b) => return Pool::start_with(Box::new(b), completer),
-            Err(why) => {
-                stats::note_fallback();
-                crate::logging::warn_rate_limited(
-                    "mb-start",
-                    format_args!(
-                        "the multi-buffer backend did not start ({why}); CPU workers take its place"
-                    ),
-                );
-            }
-        }
-    }
-    Pool::start_cpu(cfg, compute)
 }
 
 /// This process's pool, if it runs (a clone taken under the lock).

@@ -13,7 +13,9 @@ use kae::ffi::memcheck::{
 use kae::rsa::ct_limbs::{self, from_le_bytes, Modulus};
 use kae::rsa::ops::recombine;
 use num_bigint::BigUint;
-use std::process::Command;
+mod taint_support;
+
+use taint_support::{assert_taint_child_clean, Xs};
 
 const CHILD: &str = "KAE_TAINT_CHILD";
 
@@ -25,22 +27,6 @@ fn limbs(x: &BigUint, w: usize) -> ct_limbs::Limbs {
 
 fn value(l: &[u64]) -> BigUint {
     BigUint::from_bytes_le(&ct_limbs::to_le_bytes(l))
-}
-
-struct Xs(u64);
-impl Xs {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn odd(&mut self, w: usize) -> BigUint {
-        let mut v: Vec<u64> = (0..w).map(|_| self.next()).collect();
-        v[w - 1] |= 1 << 63;
-        v[0] |= 1;
-        value(&v)
-    }
 }
 
 /// Runs under valgrind (started by the test below); not a test on its own.
@@ -116,27 +102,5 @@ fn taint_child() {
 
 #[test]
 fn secret_paths_have_no_secret_dependent_branches() {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new("valgrind")
-        .args([
-            "--tool=memcheck",
-            "--error-exitcode=99",
-            "--track-origins=yes",
-            "-q",
-        ])
-        .arg(&exe)
-        .args(["--ignored", "--exact", "taint_child", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .expect("valgrind must be installed (.ci/run installs it)");
-    let err = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("1 passed"),
-        "the tainted run must have run and passed:\n{stdout}\n{err}"
-    );
-    assert!(
-        out.status.success() && !err.contains("uninitialised"),
-        "memcheck found secret-dependent control flow or addresses:\n{err}"
-    );
+    assert_taint_child_clean(CHILD, "the private path's limb code");
 }

@@ -9,40 +9,15 @@
 use kae::ffi::memcheck::{mark_public_words, mark_secret_words};
 use kae::mb::{self, Engine, Lane, Size};
 use num_bigint::BigUint;
-use std::process::Command;
+mod taint_support;
 
-struct Xs(u64);
-impl Xs {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below_bits(&mut self, bits: usize) -> BigUint {
-        let w = bits.div_ceil(64);
-        let v: Vec<u64> = (0..w).map(|_| self.next()).collect();
-        from_words(&v) % (BigUint::from(1u8) << bits)
-    }
-    /// An odd modulus of exactly `bits` bits.
-    fn odd_modulus(&mut self, bits: usize) -> BigUint {
-        let mut m = self.below_bits(bits);
-        m.set_bit(bits as u64 - 1, true);
-        m.set_bit(0, true);
-        m
-    }
-}
+use taint_support::{assert_taint_child_clean, from_words, Xs};
 
 fn words(x: &BigUint, w: usize) -> Vec<u64> {
     let mut v = x.to_u64_digits();
     assert!(v.len() <= w, "value wider than {w} words");
     v.resize(w, 0);
     v
-}
-
-fn from_words(w: &[u64]) -> BigUint {
-    let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
-    BigUint::from_bytes_le(&bytes)
 }
 
 fn engines() -> Vec<Engine> {
@@ -302,27 +277,5 @@ fn taint_child() {
 
 #[test]
 fn kernel_has_no_secret_dependent_branch_or_address() {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new("valgrind")
-        .args([
-            "--tool=memcheck",
-            "--error-exitcode=99",
-            "--track-origins=yes",
-            "-q",
-        ])
-        .arg(&exe)
-        .args(["--ignored", "--exact", "taint_child", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .expect("valgrind must be installed (.ci/run installs it)");
-    let err = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("1 passed"),
-        "the tainted run must have run and passed:\n{stdout}\n{err}"
-    );
-    assert!(
-        out.status.success() && !err.contains("uninitialised"),
-        "memcheck found secret-dependent control flow or addresses in the kernel:\n{err}"
-    );
+    assert_taint_child_clean(CHILD, "the kernel");
 }

@@ -1,8 +1,7 @@
 //! CPU backend: a set of bounded queues, one worker thread per queue. A worker takes up to
-//! `BATCH` queued requests at once (the multi-buffer issue turns same-size private requests of
-//! a batch into one SIMD computation), computes them, and hands each to the pool's
-//! `Completer` as soon as it is done (no head-of-line wait for the rest of the batch): the worker already runs when the result exists, so a poller thread would only
-//! add a thread hop (measured: ~10 µs per round trip on 2 cores, against < 1 µs direct).
+//! `BATCH` queued requests at once, computes them, and hands each to the pool's `Completer` as
+//! soon as it is done (no head-of-line wait for the rest of the batch): the worker already
+//! runs when the result exists, so a poller thread would only add a thread hop.
 
 use super::{Backend, Request};
 use crate::pool::{Completer, Sleeper};
@@ -16,30 +15,6 @@ pub const BATCH: usize = 8;
 
 /// The function a worker applies to each request (real RSA, or a stand-in in benchmarks).
 pub type ComputeFn = fn(&mut Request);
-
-/// A function that computes a whole batch at once (the multi-buffer backend).
-pub type BatchFn = Arc<dyn Fn(&mut [Request]) + Send + Sync>;
-
-/// How a worker computes what it takes from its queue.
-#[derive(Clone)]
-pub enum Work {
-    /// One request at a time; each completes as soon as it is computed.
-    Each(ComputeFn),
-    /// The whole batch in one call; all complete together.
-    Batch(BatchFn),
-}
-
-/// How workers are started.
-#[derive(Clone)]
-pub struct WorkerSpec {
-    /// Thread name prefix ("kae-cpu", "kae-mb").
-    pub name: &'static str,
-    pub work: Work,
-    /// Run workers with SCHED_IDLE: they get a CPU only when nothing else of normal priority
-    /// wants it, so on the application's own CPU they run when its thread waits, and find
-    /// every request it submitted in the meantime queued (full batches, no timer).
-    pub idle_priority: bool,
-}
 
 struct Queue {
     items: Mutex<VecDeque<Request>>,
@@ -56,7 +31,7 @@ struct Shared {
     in_flight: AtomicUsize,
     high_water: AtomicUsize,
     stop: AtomicBool,
-    work: Work,
+    compute: ComputeFn,
 }
 
 pub struct CpuBackend {
@@ -71,21 +46,6 @@ impl CpuBackend {
         depth: usize,
         completer: Arc<Completer>,
         compute: ComputeFn,
-    ) -> std::io::Result<CpuBackend> {
-        let spec = WorkerSpec {
-            name: "kae-cpu",
-            work: Work::Each(compute),
-            idle_priority: false,
-        };
-        CpuBackend::start_with(queues, depth, completer, spec)
-    }
-
-    /// Starts `queues` workers as `spec` says.
-    pub fn start_with(
-        queues: usize,
-        depth: usize,
-        completer: Arc<Completer>,
-        spec: WorkerSpec,
     ) -> std::io::Result<CpuBackend> {
         let queues = queues.max(1);
         let shared = Arc::new(Shared {
@@ -102,27 +62,14 @@ impl CpuBackend {
             in_flight: AtomicUsize::new(0),
             high_water: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
-            work: spec.work.clone(),
+            compute,
         });
         let mut workers = Vec::with_capacity(queues);
         for i in 0..queues {
             let s = shared.clone();
-            let (name, idle) = (spec.name, spec.idle_priority);
             let h = std::thread::Builder::new()
-                .name(format!("{name}-{i}"))
-                .spawn(move || {
-                    if idle && !crate::ffi::sched::make_current_thread_idle() {
-                        crate::logging::warn_rate_limited(
-                            "idle-priority",
-                            format_args!(
-                                "could not give the {} workers idle priority; they run at \
-                                 normal priority (batches may be smaller on a busy CPU)",
-                                name
-                            ),
-                        );
-                    }
-                    worker_loop(&s, i)
-                })?;
+                .name(format!("kae-cpu-{i}"))
+                .spawn(move || worker_loop(&s, i))?;
             workers.push(h);
         }
         Ok(CpuBackend {
@@ -157,24 +104,7 @@ fn worker_loop(s: &Shared, idx: usize) {
             });
             continue;
         }
-        let compute = match &s.work {
-            Work::Each(compute) => *compute,
-            Work::Batch(f) => {
-                if s.stop.load(Ordering::Acquire) {
-                    batch
-                        .iter_mut()
-                        .for_each(|r| r.result = Err(crate::error::KaeError::BackendFailure));
-                } else {
-                    compute_batch_caught(f, &mut batch);
-                }
-                let n = batch.len();
-                q.load.fetch_sub(n, Ordering::AcqRel);
-                s.in_flight.fetch_sub(n, Ordering::AcqRel);
-                crate::stats::in_flight_sub(n);
-                s.completer.complete_all(&mut batch);
-                continue;
-            }
-        };
+        let compute = s.compute;
         // Each request completes as soon as it is computed: the first of a batch never waits
         // for the others (no head-of-line wait).
         for mut r in batch.drain(..) {
@@ -204,22 +134,6 @@ pub fn compute_caught(compute: ComputeFn, r: &mut Request) {
         crate::logging::warn_rate_limited(
             "worker-panic",
             format_args!("a pool computation panicked; its request fails, the worker goes on"),
-        );
-    }
-}
-
-/// Runs `compute` on a batch; a panic fails every request of it (no partial output) and the
-/// worker goes on.
-pub fn compute_batch_caught(compute: &BatchFn, batch: &mut [Request]) {
-    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compute(batch)));
-    if caught.is_err() {
-        for r in batch.iter_mut() {
-            r.output.fill(0);
-            r.result = Err(crate::error::KaeError::Panic);
-        }
-        crate::logging::warn_rate_limited(
-            "worker-panic",
-            format_args!("a batch computation panicked; its requests fail, the worker goes on"),
         );
     }
 }

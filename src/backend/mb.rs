@@ -3,21 +3,20 @@
 //! by `mb::mod_exp` (AVX-512 IFMA).
 //!
 //! Request flow: the caller blinds (`rsa::ops::prepare_private`) and submits a
-//! `PrivateBlinded` request; a worker (SCHED_IDLE, so on the application's own CPU it runs
-//! when the application's thread waits for its jobs, and finds everything that thread
-//! submitted queued) takes up to [`BATCH`] requests, reduces each blinded input mod p and
-//! mod q, runs the halves as lanes — p and q of each request side by side, eight lanes per
-//! kernel call, so four requests fill one call and eight fill two — recombines (Garner, in
-//! constant time: `rsa::ops::recombine`) and completes them. The caller then checks each
-//! result with e and unblinds (`finish_private`): a wrong lane is caught there and recomputed
-//! without CRT, as for any backend.
+//! `PrivateBlinded` request to the gatherer (`gather.rs`). The submit that completes a full
+//! kernel call of its size class ([`PER_CALL`] requests: p and q halves of each side by side)
+//! computes it on its own thread; what never fills is taken by the gatherer's flusher, an
+//! ordinary-priority thread, within a bounded delay. A batch reduces each blinded input mod p
+//! and mod q, runs the halves as lanes, recombines (Garner, in constant time:
+//! `rsa::ops::recombine`) and completes the requests. The caller then checks each result with
+//! e and unblinds (`finish_private`): a wrong lane is caught there and recomputed without
+//! CRT, as for any backend.
 //!
-//! No timer: a group too small to pay for a kernel call (see [`min_requests`]), or what is
-//! left of a group after its full calls when that is too small, is computed by libcrypto's
-//! scalar code on the worker, so a lone request costs what it costs without
-//! kae's batching.
+//! A group too small to pay for a kernel call (see [`min_requests`]), or what is left of a
+//! group after its full calls when that is too small, is computed by libcrypto's scalar code;
+//! lone requests with nothing else in flight are computed inline by the caller.
 
-use super::cpu::{BatchFn, CpuBackend, Work, WorkerSpec};
+use super::gather::{BatchFn, Gather, Shape};
 use super::{Backend, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
 use crate::mb::{self, Engine, Lane, Size};
@@ -26,9 +25,6 @@ use crate::rsa::ct_limbs::{self, Limbs};
 use crate::rsa::RsaKey;
 use std::sync::Arc;
 use zeroize::Zeroizing;
-
-/// Most requests a worker takes at once: two full kernel calls.
-pub const BATCH: usize = super::cpu::BATCH;
 
 /// Requests per kernel call: p and q halves side by side, 2 lanes each.
 const PER_CALL: usize = mb::LANES / 2;
@@ -71,10 +67,11 @@ pub fn usable_here(cfg: &MbConfig) -> Result<Engine, String> {
 pub fn startup_line(cfg: &MbConfig) -> String {
     let engine = usable_here(cfg).map_or("none", Engine::name);
     format!(
-        "multi-buffer: engine {engine}; up to {BATCH} requests per worker batch, {} per kernel \
-         call (p and q halves side by side); fewest requests per call for RSA-1024/2048/3072/4096: \
-         {}/{}/{}/{} (fewer go to the scalar code); workers at idle priority",
-        PER_CALL,
+        "multi-buffer: engine {engine}; {PER_CALL} requests per kernel call (p and q halves \
+         side by side), computed by the request that fills the call, partial batches within \
+         {} ms by the flusher; fewest requests per call for RSA-1024/2048/3072/4096: \
+         {}/{}/{}/{} (fewer go to the scalar code); lone requests inline",
+        super::gather::MAX_WAIT.as_millis(),
         min_requests(Size::B512),
         min_requests(Size::B1024),
         min_requests(Size::B1536),
@@ -116,10 +113,17 @@ struct Batcher {
 }
 
 pub struct MbBackend {
-    workers: CpuBackend,
+    gather: Gather,
 }
 
-/// Starts the backend: `queues` SCHED_IDLE workers computing batches.
+/// The gatherer's size class of a request: its prime size in bits (0: no lane size; such
+/// requests are never submitted, `takes` keeps them on the caller).
+fn class_of(r: &Request) -> usize {
+    lane_size(&r.key).map_or(0, Size::bits)
+}
+
+/// Starts the backend: the gatherer and its flusher thread; at most `queues × depth`
+/// requests pending.
 pub fn start(
     queues: usize,
     depth: usize,
@@ -140,14 +144,15 @@ pub fn start(
             ),
         );
     }
-    let spec = WorkerSpec {
-        name: "kae-mb",
-        work: Work::Batch(Arc::new(move |b: &mut [Request]| batcher.compute(b)) as BatchFn),
-        idle_priority: true,
+    let shape = Shape {
+        class: class_of,
+        full: |_| PER_CALL,
+        depth: queues.max(1) * depth.max(PER_CALL),
     };
-    let workers =
-        CpuBackend::start_with(queues, depth, completer, spec).map_err(|e| e.to_string())?;
-    Ok(MbBackend { workers })
+    let compute = Arc::new(move |b: &mut [Request]| batcher.compute(b)) as BatchFn;
+    let gather =
+        Gather::start("kae-mb-flush", shape, compute, completer).map_err(|e| e.to_string())?;
+    Ok(MbBackend { gather })
 }
 
 impl Backend for MbBackend {
@@ -155,24 +160,25 @@ impl Backend for MbBackend {
         super::registry::BackendKind::MultiBuffer.name()
     }
     fn submit(&self, req: Request) -> Result<(), Request> {
-        self.workers.submit(req)
+        self.gather.submit(req)
     }
-    fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
-        self.workers.poll(out, max)
+    /// Batches complete their requests themselves; nothing is left to poll.
+    fn poll(&self, _out: &mut Vec<Request>, _max: usize) -> usize {
+        0
     }
     fn in_flight(&self) -> usize {
-        self.workers.in_flight()
+        self.gather.in_flight()
     }
     fn shutdown(&self) {
-        self.workers.shutdown()
+        self.gather.shutdown()
     }
     fn high_water(&self) -> usize {
-        self.workers.high_water()
+        self.gather.high_water()
     }
-    /// Private operations of keys with a lane size; public ones stay with the caller (e is
-    /// small: a batch would only add a thread hop).
+    /// Private operations of keys with a lane size, unless they come alone; public ones stay
+    /// with the caller (e is small: a batch would only add a wait).
     fn takes(&self, key: &RsaKey, kind: OpKind) -> bool {
-        let ok = kind == OpKind::PrivateBlinded && lane_size(key).is_some();
+        let ok = kind == OpKind::PrivateBlinded && lane_size(key).is_some() && self.gather.wants();
         if !ok && kind != OpKind::Public {
             crate::stats::note_mb_scalar(1);
         }

@@ -6,6 +6,7 @@
 //! poller thread fetches its completions with `poll` and hands them to the same `Completer`.
 
 pub mod cpu;
+pub mod gather;
 pub mod hpre;
 pub mod key_state;
 pub mod mb;

@@ -1,0 +1,516 @@
+//! Gathering requests into batches without idle-priority threads or timers on the fast path.
+//!
+//! Requests wait in one pending list. The submit that makes a size class reach a full batch
+//! takes that batch out and computes it on its own thread (the application's thread, inside
+//! its async job): nothing waits for a scheduler to find a worker CPU. What never fills is
+//! computed by the flusher, an ordinary-priority thread that takes everything pending once
+//! submissions stop arriving for a few of their usual gaps and the thread that submitted last
+//! is not runnable (it waits for its jobs: nothing more is coming from it), and at the latest
+//! [`MAX_WAIT`] after the first one: a bounded delay, also when every CPU is busy.
+//!
+//! A caller with nothing else in flight would only wait for company that never comes (one
+//! connection, `-async_jobs 1`): after [`SOLO_FLUSHES`] flushes in a row that held a single
+//! request, [`Gather::wants`] sends lone requests back to be computed inline, and lets one in
+//! [`PROBE_EVERY`] through to notice when company returns. A submit that finds others pending
+//! ends solo mode at once.
+
+use super::Request;
+use crate::error::KaeError;
+use crate::pool::{Completer, Sleeper};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Longest a pending request waits for its batch to fill.
+pub const MAX_WAIT: Duration = Duration::from_millis(2);
+/// Shortest and longest quiet time (no new submission) after which the flusher takes what is
+/// pending; between them, four times the recent gap between submissions.
+const QUIET_MIN_US: u64 = 60;
+const QUIET_MAX_US: u64 = 1_000;
+/// Flushes of exactly one request in a row after which lone requests compute inline.
+pub const SOLO_FLUSHES: u32 = 3;
+/// In solo mode, one lone request in this many is still gathered (to notice company).
+pub const PROBE_EVERY: u32 = 16;
+
+/// Computes a batch (all requests of one call complete together afterwards).
+pub type BatchFn = Arc<dyn Fn(&mut [Request]) + Send + Sync>;
+
+/// What a gatherer needs to know about its requests.
+pub struct Shape {
+    /// The size class a request belongs to (requests of one class share a batch).
+    pub class: fn(&Request) -> usize,
+    /// Requests of `class` that make a full batch.
+    pub full: fn(usize) -> usize,
+    /// Most requests pending before submits are refused (the caller waits for a slot).
+    pub depth: usize,
+}
+
+struct Shared {
+    pending: Mutex<Vec<Request>>,
+    /// `pending.len()`, readable without the lock.
+    len: AtomicUsize,
+    /// Pending plus being computed.
+    in_flight: AtomicUsize,
+    high_water: AtomicUsize,
+    stop: AtomicBool,
+    flusher: Sleeper,
+    /// Moving average (weight 1/4) of the gap between submissions that joined others, µs.
+    gap_us: AtomicU64,
+    /// When the last submission arrived, µs since `epoch`, and from which thread.
+    last_submit_us: AtomicU64,
+    last_submitter: AtomicI32,
+    epoch: Instant,
+    /// Consecutive flushes of a single request that came alone (nothing else was submitted
+    /// since the flush before).
+    solo: AtomicU32,
+    /// Submissions since the flusher last took a batch.
+    since_flush: AtomicU32,
+    probes: AtomicU32,
+    shape: Shape,
+    compute: BatchFn,
+    completer: Arc<Completer>,
+}
+
+pub struct Gather {
+    shared: Arc<Shared>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn lock(m: &Mutex<Vec<Request>>) -> MutexGuard<'_, Vec<Request>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Gather {
+    /// Starts the flusher thread (named `name`).
+    pub fn start(
+        name: &str,
+        shape: Shape,
+        compute: BatchFn,
+        completer: Arc<Completer>,
+    ) -> std::io::Result<Gather> {
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Vec::with_capacity(shape.depth)),
+            len: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            high_water: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            flusher: Sleeper::new(),
+            gap_us: AtomicU64::new(QUIET_MIN_US),
+            last_submit_us: AtomicU64::new(0),
+            last_submitter: AtomicI32::new(0),
+            epoch: Instant::now(),
+            solo: AtomicU32::new(0),
+            since_flush: AtomicU32::new(0),
+            probes: AtomicU32::new(0),
+            shape,
+            compute,
+            completer,
+        });
+        let s = shared.clone();
+        let h = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || flusher_loop(&s))?;
+        Ok(Gather {
+            shared,
+            flusher: Mutex::new(Some(h)),
+        })
+    }
+
+    /// Whether a request should be gathered now; false means "compute it inline": nothing
+    /// else is pending and recent requests came alone (except one probe in [`PROBE_EVERY`]).
+    pub fn wants(&self) -> bool {
+        let s = &self.shared;
+        if s.solo.load(Ordering::Relaxed) < SOLO_FLUSHES || s.len.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        s.probes.fetch_add(1, Ordering::Relaxed) % PROBE_EVERY == PROBE_EVERY - 1
+    }
+
+    /// Queues `req`; when it completes a full batch of its class, computes that batch on the
+    /// calling thread before returning. Hands the request back when the list is full or the
+    /// gatherer stopped.
+    pub fn submit(&self, mut req: Request) -> Result<(), Request> {
+        let s = &self.shared;
+        if s.stop.load(Ordering::Acquire) {
+            return Err(req);
+        }
+        let class = (s.shape.class)(&req);
+        let now = s.now_us();
+        let mut pending = lock(&s.pending);
+        // Under the lock `shutdown` drains under: pushed here means drained or computed.
+        if s.stop.load(Ordering::Acquire) {
+            return Err(req);
+        }
+        if pending.len() >= s.shape.depth {
+            req.result = Err(KaeError::BackendFailure);
+            return Err(req);
+        }
+        let was_empty = pending.is_empty();
+        if !was_empty {
+            s.solo.store(0, Ordering::Relaxed);
+            let gap = now.saturating_sub(s.last_submit_us.load(Ordering::Relaxed));
+            let avg = s.gap_us.load(Ordering::Relaxed);
+            s.gap_us
+                .store(avg - avg / 4 + gap.min(QUIET_MAX_US) / 4, Ordering::Relaxed);
+        }
+        s.last_submit_us.store(now, Ordering::Relaxed);
+        s.since_flush.fetch_add(1, Ordering::Relaxed);
+        s.last_submitter
+            .store(crate::ffi::sched::current_tid(), Ordering::Relaxed);
+        pending.push(req);
+        s.in_flight.fetch_add(1, Ordering::AcqRel);
+        crate::stats::in_flight_add(1);
+        let same = pending
+            .iter()
+            .filter(|r| (s.shape.class)(r) == class)
+            .count();
+        let mut batch = if same >= (s.shape.full)(class) {
+            take_class(&mut pending, s.shape.class, class)
+        } else {
+            Vec::new()
+        };
+        let len = pending.len();
+        s.len.store(len, Ordering::Release);
+        drop(pending);
+        s.high_water.fetch_max(len + batch.len(), Ordering::Relaxed);
+        crate::stats::note_queue_depth(len + batch.len());
+        if !batch.is_empty() {
+            s.run(&mut batch);
+        } else if was_empty {
+            s.flusher.wake();
+        }
+        Ok(())
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::Acquire)
+    }
+
+    pub fn high_water(&self) -> usize {
+        self.shared.high_water.load(Ordering::Relaxed)
+    }
+
+    /// Stops the flusher; what is still pending completes with an error (its callers compute
+    /// inline). Batches being computed by submitters complete normally.
+    pub fn shutdown(&self) {
+        let s = &self.shared;
+        let mut rest = {
+            let mut pending = lock(&s.pending);
+            s.stop.store(true, Ordering::Release);
+            s.len.store(0, Ordering::Release);
+            std::mem::take(&mut *pending)
+        };
+        s.flusher.wake();
+        if let Some(h) = self
+            .flusher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = h.join();
+        }
+        for r in rest.iter_mut() {
+            r.result = Err(KaeError::BackendFailure);
+        }
+        s.finish(&mut rest);
+    }
+}
+
+/// Takes the requests of `class` out of `pending`, oldest first.
+fn take_class(pending: &mut Vec<Request>, class: fn(&Request) -> usize, c: usize) -> Vec<Request> {
+    let mut taken = Vec::new();
+    let mut i = 0;
+    while i < pending.len() {
+        if class(&pending[i]) == c {
+            taken.push(pending.remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    taken
+}
+
+impl Shared {
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// Quiet time after which the flusher takes what is pending.
+    fn quiet(&self) -> Duration {
+        let gap = self.gap_us.load(Ordering::Relaxed);
+        Duration::from_micros((4 * gap).clamp(QUIET_MIN_US, QUIET_MAX_US))
+    }
+
+    /// Computes `batch` (a panic fails all of it) and completes it.
+    fn run(&self, batch: &mut Vec<Request>) {
+        let f = &self.compute;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(batch))).is_err() {
+            for r in batch.iter_mut() {
+                r.output.fill(0);
+                r.result = Err(KaeError::Panic);
+            }
+            crate::logging::warn_rate_limited(
+                "worker-panic",
+                format_args!("a batch computation panicked; its requests fail, kae goes on"),
+            );
+        }
+        self.finish(batch);
+    }
+
+    /// Out of flight, then completed: whoever the completion wakes sees consistent counts.
+    fn finish(&self, batch: &mut Vec<Request>) {
+        let n = batch.len();
+        self.in_flight.fetch_sub(n, Ordering::AcqRel);
+        crate::stats::in_flight_sub(n);
+        self.completer.complete_all(batch);
+    }
+}
+
+fn flusher_loop(s: &Shared) {
+    s.flusher.register_current();
+    crate::ffi::sched::tighten_timer_slack();
+    let mut batch: Vec<Request> = Vec::new();
+    loop {
+        s.flusher
+            .park_unless(|| s.len.load(Ordering::Acquire) > 0 || s.stop.load(Ordering::Acquire));
+        if s.stop.load(Ordering::Acquire) {
+            return;
+        }
+        let first = Instant::now();
+        loop {
+            if s.len.load(Ordering::Acquire) == 0 || s.stop.load(Ordering::Acquire) {
+                break; // a submitter filled the batch and took it, or shutdown drains
+            }
+            let since_last = s
+                .now_us()
+                .saturating_sub(s.last_submit_us.load(Ordering::Relaxed));
+            let quiet = s.quiet();
+            let waited = first.elapsed();
+            let quiet_now = Duration::from_micros(since_last) >= quiet
+                && crate::ffi::sched::thread_is_runnable(s.last_submitter.load(Ordering::Relaxed))
+                    != Some(true);
+            if quiet_now || waited >= MAX_WAIT {
+                let submitted = {
+                    let mut pending = lock(&s.pending);
+                    batch.append(&mut pending);
+                    s.len.store(0, Ordering::Release);
+                    s.since_flush.swap(0, Ordering::Relaxed)
+                };
+                if batch.is_empty() {
+                    break;
+                }
+                if batch.len() == 1 && submitted == 1 {
+                    let _ = s
+                        .solo
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                            Some(n.saturating_add(1))
+                        });
+                } else {
+                    s.solo.store(0, Ordering::Relaxed);
+                }
+                s.run(&mut batch);
+                break;
+            }
+            let left = quiet.saturating_sub(Duration::from_micros(since_last));
+            let left = left.max(Duration::from_micros(QUIET_MIN_US / 2));
+            std::thread::sleep(left.min(MAX_WAIT.saturating_sub(waited)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::OpKind;
+    use crate::pool::Waiter;
+    use crate::rsa::{KeyType, RsaKey};
+
+    fn key() -> Arc<RsaKey> {
+        static K: std::sync::OnceLock<Arc<RsaKey>> = std::sync::OnceLock::new();
+        K.get_or_init(|| {
+            let e = crate::ffi::bn::BigNum::from_u64(65537).unwrap();
+            Arc::new(crate::rsa::ops::generate(KeyType::Rsa, 1024, &e).unwrap())
+        })
+        .clone()
+    }
+
+    /// A gatherer whose batches record their size and the thread that ran them.
+    fn gather(full: usize) -> (Gather, Arc<Mutex<Vec<(usize, String)>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let compute: BatchFn = Arc::new(move |b: &mut [Request]| {
+            let who = std::thread::current().name().unwrap_or("?").to_string();
+            log.lock().unwrap().push((b.len(), who));
+            for r in b.iter_mut() {
+                r.output.copy_from_slice(&r.input);
+                r.result = Ok(());
+            }
+        });
+        let shape = Shape {
+            class: |_| 0,
+            full: match full {
+                4 => |_| 4,
+                _ => |_| 8,
+            },
+            depth: 64,
+        };
+        let g =
+            Gather::start("kae-test-flush", shape, compute, Arc::new(Completer::new())).unwrap();
+        (g, seen)
+    }
+
+    fn request(k: &Arc<RsaKey>, tag: u8) -> (Request, Arc<Waiter>) {
+        let w = Arc::new(Waiter::new(None));
+        let input = vec![tag; k.size()];
+        (
+            Request::new(OpKind::PrivateBlinded, k.clone(), &input, w.clone()),
+            w,
+        )
+    }
+
+    fn wait_done(w: &Waiter, limit: Duration) -> bool {
+        let t = Instant::now();
+        while !w.is_done() {
+            if t.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        true
+    }
+
+    #[test]
+    fn the_request_that_fills_a_batch_computes_it_on_its_own_thread() {
+        let (g, seen) = gather(4);
+        let k = key();
+        let mut ws = Vec::new();
+        for t in 0..4u8 {
+            let (r, w) = request(&k, t);
+            assert!(g.submit(r).is_ok());
+            ws.push(w);
+        }
+        // The fourth submit returned with all four done: no thread hop, no wait.
+        assert!(ws.iter().all(|w| w.is_done()));
+        let me = std::thread::current().name().unwrap_or("?").to_string();
+        assert_eq!(*seen.lock().unwrap(), vec![(4, me)]);
+        for (t, w) in ws.iter().enumerate() {
+            let (res, out) = w.take().unwrap();
+            assert!(res.is_ok());
+            assert!(out.iter().all(|&b| b == t as u8));
+        }
+        assert_eq!(g.in_flight(), 0);
+        g.shutdown();
+    }
+
+    #[test]
+    fn a_partial_batch_is_flushed_within_the_bounded_delay_even_on_a_busy_machine() {
+        let (g, seen) = gather(8);
+        let k = key();
+        // Busy loops on every CPU, at the flusher's own priority.
+        let stop = Arc::new(AtomicBool::new(false));
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let busy: Vec<_> = (0..cpus)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let (r1, w1) = request(&k, 1);
+        let (r2, w2) = request(&k, 2);
+        let t = Instant::now();
+        assert!(g.submit(r1).is_ok());
+        assert!(g.submit(r2).is_ok());
+        // MAX_WAIT plus scheduling; a starved idle-priority thread never got here.
+        let done =
+            wait_done(&w1, Duration::from_secs(20)) && wait_done(&w2, Duration::from_secs(20));
+        let took = t.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        busy.into_iter().for_each(|h| h.join().unwrap());
+        assert!(done, "partial batch not flushed under load");
+        let s = seen.lock().unwrap().clone();
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(s[0].0, 2);
+        assert_eq!(s[0].1, "kae-test-flush");
+        println!("partial batch of 2 flushed after {took:?} with {cpus} busy loops");
+        g.shutdown();
+    }
+
+    #[test]
+    fn lone_requests_go_inline_after_solo_flushes_and_company_ends_it() {
+        let (g, _seen) = gather(8);
+        let k = key();
+        assert!(g.wants());
+        for t in 0..SOLO_FLUSHES {
+            let (r, w) = request(&k, t as u8);
+            assert!(g.wants());
+            assert!(g.submit(r).is_ok());
+            assert!(wait_done(&w, Duration::from_secs(20)));
+        }
+        // Solo now: most lone requests are refused, one in PROBE_EVERY is let through.
+        let wanted = (0..PROBE_EVERY * 4).filter(|_| g.wants()).count();
+        assert_eq!(wanted, 4);
+        // A probe that finds company ends solo mode at once.
+        let (r1, w1) = request(&k, 1);
+        let (r2, w2) = request(&k, 2);
+        assert!(g.submit(r1).is_ok());
+        assert!(g.wants(), "others pending: gather");
+        assert!(g.submit(r2).is_ok());
+        assert!(wait_done(&w1, Duration::from_secs(20)) && wait_done(&w2, Duration::from_secs(20)));
+        assert!(g.wants(), "company ended solo mode");
+        g.shutdown();
+    }
+
+    #[test]
+    fn shutdown_fails_what_is_pending_and_refuses_more() {
+        let (g, _seen) = gather(8);
+        let k = key();
+        // Hold the flusher off (it parks until woken, and nothing wakes it): the request is
+        // still pending when shutdown drains.
+        g.shared.stop.store(false, Ordering::Release);
+        let (r, w) = request(&k, 7);
+        {
+            let mut p = lock(&g.shared.pending);
+            p.push(r);
+            g.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+            crate::stats::in_flight_add(1);
+        }
+        g.shutdown();
+        assert!(w.is_done(), "drained by shutdown");
+        let (res, _) = w.take().unwrap();
+        assert_eq!(res, Err(KaeError::BackendFailure));
+        assert_eq!(g.in_flight(), 0);
+        let (r, _) = request(&k, 8);
+        assert!(g.submit(r).is_err());
+    }
+
+    #[test]
+    fn a_full_list_hands_the_request_back() {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s2 = seen.clone();
+        let compute: BatchFn = Arc::new(move |b: &mut [Request]| {
+            s2.fetch_add(b.len(), Ordering::Relaxed);
+            b.iter_mut().for_each(|r| r.result = Ok(()));
+        });
+        let shape = Shape {
+            class: |_| 0,
+            full: |_| 8,
+            depth: 2,
+        };
+        let g = Gather::start("kae-test-full", shape, compute, Arc::new(Completer::new())).unwrap();
+        g.shared.gap_us.store(QUIET_MAX_US, Ordering::Relaxed);
+        let k = key();
+        let (a, _) = request(&k, 1);
+        let (b, _) = request(&k, 2);
+        let (c, _) = request(&k, 3);
+        assert!(g.submit(a).is_ok());
+        assert!(g.submit(b).is_ok());
+        let back = g.submit(c).unwrap_err();
+        assert!(back.result.is_err());
+        g.shutdown();
+    }
+}

@@ -307,16 +307,22 @@ impl Batcher {
                     exp: &h.dq,
                 });
             }
-            let out = mb::mod_exp(self.engine, size, &lanes, size.bits());
+            let out = mb::mod_exp_per_lane(self.engine, size, &lanes, size.bits());
             crate::stats::note_mb_batch(lanes.len());
             match out {
                 Ok(mut out) => {
                     if let Some(k) = self.fault_lane.filter(|&k| k < out.len()) {
-                        out[k][0] ^= 1; // testing only: a wrong lane for the fault check to catch
+                        if let Ok(v) = out[k].as_mut() {
+                            v[0] ^= 1; // testing only: a wrong lane for the fault check to catch
+                        }
                     }
                     for (n, (i, _)) in chunk.iter().enumerate() {
                         let r = &mut batch[*i];
-                        r.result = recombine_into(r, &out[2 * n], &out[2 * n + 1]);
+                        // A lane that failed (a broken key) fails its own request only.
+                        r.result = match (&out[2 * n], &out[2 * n + 1]) {
+                            (Ok(m1), Ok(m2)) => recombine_into(r, m1, m2),
+                            (Err(e), _) | (_, Err(e)) => Err(*e),
+                        };
                     }
                 }
                 Err(e) => {

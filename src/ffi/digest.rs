@@ -146,9 +146,11 @@ impl MdCtx {
 
     /// Finishes into `out`, which must be exactly the digest length.
     pub fn finalize(&mut self, out: &mut [u8]) -> KaeResult<()> {
-        let mut buf = [0u8; 64];
+        // Wiped on return: digests of secrets (the implicit-rejection key derivation hashes d).
+        let mut buf = zeroize::Zeroizing::new([0u8; 64]);
         let mut len = 0u32;
-        // SAFETY: buf holds EVP_MAX_MD_SIZE (64) bytes.
+        // SAFETY: `buf` holds EVP_MAX_MD_SIZE (64) writable bytes, which is the most
+        // EVP_DigestFinal_ex writes; `len` is a valid u32 out-parameter; the context is ours.
         if unsafe { EVP_DigestFinal_ex(self.as_ptr(), buf.as_mut_ptr(), &mut len) } != 1 {
             return Err(KaeError::Internal);
         }

@@ -22,6 +22,7 @@
 //! diagonal: the same bound.
 
 use super::lanes::{select, Lanes, MASK52};
+use zeroize::Zeroize;
 
 /// Window width of the fixed-window exponentiation: a table of 32 powers.
 pub const WINDOW: usize = 5;
@@ -229,6 +230,8 @@ fn exp_impl<V: Lanes>(
         m: m.iter().map(|l| V::from_array(*l)).collect(),
         k0: V::from_array(k0),
     };
+    // −m⁻¹ mod 2^52 gives away the primes mod 2^52: no copy outlives the call.
+    k0.zeroize();
     let mut t = vec![V::zero(); 2 * n];
     let mut rr = vec![V::zero(); n];
     let mut acc = vec![V::zero(); n];
@@ -257,14 +260,16 @@ fn exp_impl<V: Lanes>(
 
     // Windows from the top; the first takes the leftover bits (exp_bits mod WINDOW).
     let windows = exp_bits.div_ceil(WINDOW);
+    let mut digits = [0u64; 8];
+    let mut idx = [V::zero()];
     for w in (0..windows).rev() {
         let lo = w * WINDOW;
         let width = WINDOW.min(exp_bits - lo);
-        let mut idx = [0u64; 8];
-        for (lane, v) in idx.iter_mut().enumerate() {
+        for (lane, v) in digits.iter_mut().enumerate() {
             *v = window_bits(exp, lane, lo, width);
         }
-        let idx = V::from_array(idx);
+        idx[0] = V::from_array(digits);
+        let idx = idx[0];
         if w + 1 < windows {
             for _ in 0..WINDOW {
                 ctx.sqr(&acc, &mut t, &mut tmp);
@@ -297,13 +302,18 @@ fn exp_impl<V: Lanes>(
         *o = v.to_array();
     }
 
-    let mut m = ctx.m;
+    let Ctx { mut m, k0, .. } = ctx;
+    let mut k0 = [k0];
     let mut x = x;
     for buf in [
         &mut t, &mut rr, &mut acc, &mut tmp, &mut sel, &mut table, &mut m, &mut x,
     ] {
         wipe(buf);
     }
+    // The exponent's window values (digits of dp and dq) and the lanes' −m⁻¹.
+    wipe(&mut idx);
+    wipe(&mut k0);
+    digits.zeroize();
 }
 
 /// `width` (≤ 64) bits of lane `lane`'s exponent from bit `lo` up (positions are public).

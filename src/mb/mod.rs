@@ -197,13 +197,27 @@ pub fn exp_portable_interleaved(
 ///
 /// Errors (public facts only): no lane or more than 8, a width that does not match `size`,
 /// exponent words that differ between lanes or hold fewer than `exp_bits` bits, an even
-/// modulus or a modulus of 1.
+/// modulus or a modulus of 1 (any lane: see [`mod_exp_per_lane`] for errors per lane).
 pub fn mod_exp(
     engine: Engine,
     size: Size,
     lanes: &[Lane<'_>],
     exp_bits: usize,
 ) -> KaeResult<Vec<Limbs>> {
+    mod_exp_per_lane(engine, size, lanes, exp_bits)?
+        .into_iter()
+        .collect()
+}
+
+/// [`mod_exp`] with the modulus checked per lane: a lane whose modulus is even or 1 gets
+/// `InvalidModulus` and the other lanes their results (one bad key does not fail the call's
+/// other requests). The outer error is for what concerns the whole call (lane count, widths).
+pub fn mod_exp_per_lane(
+    engine: Engine,
+    size: Size,
+    lanes: &[Lane<'_>],
+    exp_bits: usize,
+) -> KaeResult<Vec<KaeResult<Limbs>>> {
     if lanes.is_empty() || lanes.len() > LANES {
         return Err(KaeError::InvalidLength);
     }
@@ -216,22 +230,28 @@ pub fn mod_exp(
         if l.modulus.len() != words || l.base.len() != words || l.exp.len() != exp_words {
             return Err(KaeError::InvalidLength);
         }
-        // Oddness and m ≠ 1 are public facts of a valid modulus; only the outcome is
-        // declassified.
-        let odd = l.modulus[0] & 1;
-        let mut one = Zeroizing::new(vec![0u64; words]);
-        one[0] = 1;
-        let is_one = ct_limbs::eq(l.modulus, &one);
-        if ct_limbs::declassify_u64(odd & (is_one ^ 1)) != 1 {
-            return Err(KaeError::InvalidModulus);
-        }
     }
+    // A bad modulus (a broken key: whether a prime is odd is no secret of a valid key) is
+    // replaced by 3 in the kernel, and its lane's result by the error.
+    let mut three = vec![0u64; words];
+    three[0] = 3;
+    let usable: Vec<bool> = lanes
+        .iter()
+        .map(|l| {
+            let odd = l.modulus[0] & 1;
+            let mut one = Zeroizing::new(vec![0u64; words]);
+            one[0] = 1;
+            let is_one = ct_limbs::eq(l.modulus, &one);
+            ct_limbs::declassify_u64(odd & (is_one ^ 1)) == 1
+        })
+        .collect();
     let n = size.limbs52();
-    let m = interleave(
-        &lanes.iter().map(|l| l.modulus).collect::<Vec<_>>(),
-        true,
-        n,
-    );
+    let moduli: Vec<&[u64]> = lanes
+        .iter()
+        .zip(&usable)
+        .map(|(l, &ok)| if ok { l.modulus } else { &three[..] })
+        .collect();
+    let m = interleave(&moduli, true, n);
     let b = interleave(&lanes.iter().map(|l| l.base).collect::<Vec<_>>(), true, n);
     let e = interleave(
         &lanes.iter().map(|l| l.exp).collect::<Vec<_>>(),
@@ -255,7 +275,11 @@ pub fn mod_exp(
         }
         let mut w: Limbs = Zeroizing::new(vec![0u64; words]);
         repack(&limbs, 52, &mut w, 64);
-        results.push(w);
+        results.push(if usable[lane] {
+            Ok(w)
+        } else {
+            Err(KaeError::InvalidModulus)
+        });
     }
     Ok(results)
 }
@@ -335,6 +359,38 @@ mod tests {
             assert_eq!(r[i][0] as u128, want, "lane {i}");
             assert!(r[i][1..].iter().all(|&x| x == 0));
         }
+    }
+
+    #[test]
+    fn a_bad_modulus_fails_its_own_lane_only() {
+        let mut good = vec![0u64; 8];
+        good[0] = 0xffff_ffff_ffff_ffc5; // odd
+        good[7] = 0x8000_0000_0000_0000;
+        let even = vec![8u64; 8];
+        let base: Vec<u64> = (1..=8u64).collect();
+        let exp = [65537u64];
+        let lane = |m: &'static [u64]| Lane {
+            modulus: m,
+            base: &base,
+            exp: &exp,
+        };
+        let (good, even): (&'static [u64], &'static [u64]) = (
+            Box::leak(good.into_boxed_slice()),
+            Box::leak(even.into_boxed_slice()),
+        );
+        let lanes = [lane(good), lane(even), lane(good)];
+        let per = mod_exp_per_lane(Engine::Portable, Size::B512, &lanes, 17).unwrap();
+        let alone = mod_exp(Engine::Portable, Size::B512, &[lane(good)], 17).unwrap();
+        assert_eq!(per.len(), 3);
+        assert_eq!(per[1], Err(KaeError::InvalidModulus));
+        assert_eq!(per[0].as_ref().unwrap()[..], alone[0][..]);
+        assert_eq!(per[2].as_ref().unwrap()[..], alone[0][..]);
+        // The bad lane first (it also pads the missing lanes): still only its own error.
+        let per =
+            mod_exp_per_lane(Engine::Portable, Size::B512, &[lane(even), lane(good)], 17).unwrap();
+        assert_eq!(per[0], Err(KaeError::InvalidModulus));
+        assert_eq!(per[1].as_ref().unwrap()[..], alone[0][..]);
+        assert!(mod_exp(Engine::Portable, Size::B512, &lanes, 17).is_err());
     }
 
     #[test]

@@ -988,10 +988,7 @@ mod tests {
         }
         let t0 = Instant::now();
         while !waiters[0].is_done() {
-            assert!(
-                t0.elapsed() < HANG,
-                "the first request never finished"
-            );
+            assert!(t0.elapsed() < HANG, "the first request never finished");
             std::thread::sleep(Duration::from_micros(100));
         }
         let still_waiting = waiters.iter().filter(|w| !w.is_done()).count();
@@ -1559,10 +1556,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(100));
         });
         rx.recv().unwrap();
-        let r = crate::ffi::fork::run_in_child(
-            || child_uses_its_own_pool(&k, &m, &expect),
-            HANG,
-        );
+        let r = crate::ffi::fork::run_in_child(|| child_uses_its_own_pool(&k, &m, &expect), HANG);
         holder.join().unwrap();
         stop_current();
         assert_eq!(r, Ok(0), "the child could not use a pool of its own");

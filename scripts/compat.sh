@@ -7,10 +7,17 @@
 #
 #   scripts/compat.sh [--cores 3.0,3.5,3.6,4.0] [--groups G1,G2,...] [--build-only]
 #
-# Prints a table (rows: cores; columns: test groups; cells pass / FAIL / n/a, plus the
-# informational kae/default sign/s ratio) and exits non-zero when any cell is FAIL.
+# Prints a table (rows: cores; columns: test groups; cells pass / FAIL / n/a) and exits
+# non-zero when any cell is FAIL. speed-ratio is a benchmark, not a test: it never fails and
+# runs only when named (--groups speed-ratio); the table then adds its kae/default sign/s
+# ratio. On core 3.0 the in-process group is n/a: those test binaries against the system
+# libcrypto are what `cargo test --release` (scripts/test.sh step 2) runs.
+# The cores are built once per cache, shared libraries only (no libcrypto.a: with `shared`
+# OpenSSL would compile libcrypto's sources twice), without QUIC and at -O1 (see
+# CONFIGURE_FLAGS and MAKE_VARS).
 # Logs of the last run: $CACHE/logs/<core>-<group>.log (failing ones are listed).
 # See `scripts/compat.sh --help` for the groups and the knobs.
+# shellcheck disable=SC2317 # the group functions are called by name ("g_$group")
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,11 +25,23 @@ CACHE=${KAE_COMPAT_CACHE:-$REPO/target/compat}
 JOBS=${KAE_COMPAT_JOBS:-2}
 SPEED_ROUNDS=${KAE_COMPAT_SPEED_ROUNDS:-3}
 SPEED_SECONDS=${KAE_COMPAT_SPEED_SECONDS:-2}
-CONFIGURE_FLAGS=(shared no-tests no-docs no-legacy)
+# What the groups need of a core: libcrypto.so and libssl.so with TLS 1.2/1.3, RSA, EC, X25519,
+# ML-KEM, SHA-1/2/3, AES and ChaCha, and the openssl program. QUIC (no-quic) is never used.
+# -O1 (after OpenSSL's -O3, so it wins) compiles in about three quarters of the time of -O3;
+# the groups check behaviour, and the RSA/EC/AES/SHA hot paths are assembly either way.
+CONFIGURE_FLAGS=(shared no-tests no-docs no-legacy no-quic -O1)
+# make variables of the core builds: LIBS= and INSTALL_LIBS= leave out the static libcrypto.a
+# and libssl.a, which `shared` also builds, from a second compilation of every source (the
+# shared libraries have objects of their own). Nothing here links them: kae, the test
+# binaries and message_api.c link the shared libraries (openssl-sys picks those anyway).
+MAKE_VARS=(LIBS= INSTALL_LIBS=)
 
 ALL_CORES=(3.0 3.5 3.6 4.0)
 ALL_GROUPS=(speed-alone speed-with-default pkeyutl req-x509 message-api tls async valgrind
     in-process speed-ratio)
+# The default run: every group but the speed-ratio benchmark.
+DEFAULT_GROUPS=(speed-alone speed-with-default pkeyutl req-x509 message-api tls async valgrind
+    in-process)
 # Test binaries of the in-process group (tests/*.rs that load kae into the test process).
 IN_PROCESS_TESTS=(cross_provider wycheproof bad_input implicit_rejection kem sigalg async_jobs fork teardown)
 
@@ -36,7 +55,7 @@ Builds OpenSSL cores (cached) and runs kae against each with that core's own ope
                   3.0 is the system OpenSSL (/usr/bin/openssl); 3.5 = 3.5.5, 3.6 = 3.6.3,
                   4.0 = 4.0.3, built from openssl-src crates into the cache.
   --groups LIST   comma-separated, from: ${ALL_GROUPS[*]}
-                  (default: all)
+                  (default: all but speed-ratio, which is a benchmark, not a test)
   --build-only    build the cores and kae (3.x and 4.0 modules, test binaries), run nothing
   --help          this text
 
@@ -58,9 +77,15 @@ Groups:
   valgrind            one kae signature (pkeyutl) and one TLS 1.3 handshake (s_server) under
                       memcheck, kae preferred by config: no invalid access, no crash
   in-process          cargo test binaries (${IN_PROCESS_TESTS[*]})
-                      run inside the core through LD_LIBRARY_PATH (3.x cores only)
-  speed-ratio         informational: speed -seconds $SPEED_SECONDS rsa2048, kae (preferred by
-                      config) vs the default provider, sign/s ratio (median of rounds)
+                      run inside the core through LD_LIBRARY_PATH; n/a on 3.0, where
+                      \`cargo test --release\` (scripts/test.sh step 2) runs them against the
+                      same libcrypto
+  speed-ratio         a benchmark, not a test (never fails; only with --groups speed-ratio):
+                      speed -seconds $SPEED_SECONDS rsa2048, kae (preferred by config) vs the
+                      default provider, sign/s ratio (median of rounds)
+
+Core builds (once per cache; the stamp holds the flags, so new flags rebuild): Configure
+${CONFIGURE_FLAGS[*]}, make ${MAKE_VARS[*]} (no static libraries).
 
 Environment:
   KAE_COMPAT_CACHE          cache directory (default: <repo>/target/compat)
@@ -76,7 +101,7 @@ die() { echo "compat.sh: $*" >&2; exit 2; }
 # Arguments
 # ---------------------------------------------------------------------------------------
 CORES=("${ALL_CORES[@]}")
-GROUPS_SEL=("${ALL_GROUPS[@]}")
+GROUPS_SEL=("${DEFAULT_GROUPS[@]}")
 BUILD_ONLY=0
 
 in_list() { # in_list WORD LIST...
@@ -143,7 +168,7 @@ version_of() { # full OpenSSL version of core $1
 }
 prefix_of() { echo "$CACHE/$(version_of "$1")"; }
 
-declare -A BUILD_SECONDS=() CORE_OK=() CORE_WHY=()
+declare -A BUILD_SECONDS=() CORE_WHY=()
 
 # fetch_source CORE → prints the source tree (…/openssl) of the core's crate, downloading
 # the crate from crates.io when the cache has no extracted copy.
@@ -173,7 +198,7 @@ build_core() {
     ver=$(version_of "$core")
     prefix=$CACHE/$ver
     stamp=$prefix/.kae-compat-stamp
-    want="version=$ver configure=${CONFIGURE_FLAGS[*]} --prefix=$prefix --libdir=lib --openssldir=$prefix/ssl"
+    want="version=$ver configure=${CONFIGURE_FLAGS[*]} make=${MAKE_VARS[*]} --prefix=$prefix --libdir=lib --openssldir=$prefix/ssl"
     if [[ -f $stamp && $(head -n 1 "$stamp") == "$want" && -x $prefix/bin/openssl ]]; then
         BUILD_SECONDS[$core]=$(sed -n 's/^seconds=//p' "$stamp")
         echo "core $ver: cached in $prefix (built in ${BUILD_SECONDS[$core]:-?}s)"
@@ -194,8 +219,8 @@ build_core() {
             cd "$build" &&
                 ./Configure "${CONFIGURE_FLAGS[@]}" --prefix="$prefix" --libdir=lib \
                     --openssldir="$prefix/ssl" &&
-                make -j"$JOBS" &&
-                make install_sw install_ssldirs
+                make -j"$JOBS" "${MAKE_VARS[@]}" build_sw &&
+                make "${MAKE_VARS[@]}" install_sw install_ssldirs
         ) >"$log" 2>&1; then
             echo "core $ver: BUILD FAILED after $((SECONDS - t0))s; last lines of $log:"
             tail -n 40 "$log" | sed 's/^/    /'
@@ -267,19 +292,24 @@ build_kae4() {
 # The in-process test binaries: FLAVOR 3 = built against the system's 3.0 headers (linked to
 # libcrypto.so.3, like the 3.x module); FLAVOR 4 = the same tests built against the 4.0
 # install (linked to libcrypto.so.4). Each test binary loads the libkae.so cargo builds next
-# to it. Their own target dirs in the cache: `cargo test` unifies the dev-dependencies'
-# features into shared dependencies (serde, once_cell) and so rebuilds the provider library;
-# in target/ it would do so after every `cargo build --release` (and the other way round).
-TESTBIN_LIST_3=$CACHE/in-process-binaries-3.txt
-TESTBIN_LIST_4=$CACHE/in-process-binaries-4.txt
+# to it. FLAVOR 3 is `cargo test --release --workspace`'s own build in the repository's
+# target dir (scripts/test.sh step 2 has built them already; a `-p kae` build would unify
+# features differently and rebuild the provider for `cargo build --release` and back).
+# FLAVOR 4 links another libcrypto: a target dir of its own in the cache.
+# shellcheck disable=SC2034 # both read through ${!list}
+TESTBIN_LIST_3=$CACHE/in-process-binaries-3.txt TESTBIN_LIST_4=$CACHE/in-process-binaries-4.txt
 build_testbins() {
-    local flavor=$1 log=$LOGS/build-in-process-tests-$1.log args=() t list env=() tdir
+    local flavor=$1 log=$LOGS/build-in-process-tests-$1.log args=() t list env=() tdir=
     list=TESTBIN_LIST_$flavor
     list=${!list}
     for t in "${IN_PROCESS_TESTS[@]}"; do args+=(--test "$t"); done
-    tdir=$CACHE/cargo-tests-$flavor
-    args+=(-p kae --target-dir "$tdir")
-    [[ $flavor == 4 ]] && env=(OPENSSL_DIR="$(prefix_of 4.0)")
+    if [[ $flavor == 4 ]]; then
+        tdir=$CACHE/cargo-tests-4
+        args+=(-p kae --target-dir "$tdir")
+        env=(OPENSSL_DIR="$(prefix_of 4.0)")
+    else
+        args+=(--workspace)
+    fi
     echo "in-process test binaries ($flavor.x): ${env[*]} cargo test --release --no-run ${args[*]} (log: $log)"
     if (cd "$REPO" && env "${env[@]}" cargo test --release --no-run -j "$JOBS" "${args[@]}") >"$log" 2>&1; then
         # tests/NAME.rs, or tests/NAME/main.rs for a test split into modules.
@@ -297,10 +327,11 @@ build_testbins() {
 # ---------------------------------------------------------------------------------------
 # Running things inside one core (all of this runs in the group's subshell)
 # ---------------------------------------------------------------------------------------
-# enter_core CORE: exports the core's environment and sets OPENSSL, INC, LIBDIR, MODDIR,
-# VER, MAJOR, MINOR.
+# enter_core CORE: exports the core's environment and sets CORE, OPENSSL, INC, LIBDIR,
+# MODDIR, VER, MAJOR, MINOR.
 enter_core() {
     local core=$1
+    CORE=$core
     VER=$(version_of "$core")
     MAJOR=${VER%%.*}
     MINOR=${VER#*.}
@@ -345,7 +376,7 @@ x() {
     if [[ -s $name.out ]]; then sed -n '1,60p' "$name.out" | sed 's/^/  out| /'; fi
     if [[ -s $name.err ]]; then sed -n '1,60p' "$name.err" | sed 's/^/  err| /'; fi
     ((rc == 124 || rc == 137)) && echo "  (timed out after ${t}s)"
-    return $rc
+    return "$rc"
 }
 
 # error_lines FILE...: lines that report an error (OpenSSL error queue, crashes, panics),
@@ -544,7 +575,7 @@ g_message-api() {
     fi
     need_module || return 1
     local bin=./message_api rpath=()
-    [[ -n $LIBDIR ]] && rpath=(-L"$LIBDIR" -Wl,-rpath,"$LIBDIR")
+    [[ -n $LIBDIR ]] && rpath=(-L"$LIBDIR" "-Wl,-rpath,$LIBDIR")
     x cc 120 cc -O1 -g -Wall -Wno-deprecated-declarations -I"$INC" -o "$bin" \
         "$REPO/tests/c/message_api.c" "${rpath[@]}" -lcrypto ||
         { fail "compiling tests/c/message_api.c against $INC"; return 1; }
@@ -581,7 +612,7 @@ start_server() {
     done
     if [[ -z $PORT ]]; then
         fail "s_server did not start"
-        cat "$name.err" | sed 's/^/  err| /'
+        sed 's/^/  err| /' "$name.err"
         kill "$SRV_PID" 2>/dev/null
         wait "$SRV_PID" 2>/dev/null
         return 1
@@ -602,12 +633,13 @@ stop_server() { # stop_server NAME: waits (up to 60 s) for the server to finish;
     wait "$SRV_PID" || rc=$?
     echo "  server exit $rc"
     sed -n '1,80p' "$name.err" | sed 's/^/  srv-err| /'
-    return $rc
+    return "$rc"
 }
 # client NAME EXPECT_PROTO EXPECT_REGEX OPTS...: one s_client handshake + HTTP GET.
 client() {
     local name=$1 proto=$2 re=$3
     shift 3
+    # shellcheck disable=SC2028 # the \r\n are meant literally
     echo "\$ printf 'GET / HTTP/1.0\\r\\n\\r\\n' | $OPENSSL s_client -connect 127.0.0.1:$PORT -brief -CAfile srv.pem -verify_return_error -ign_eof $*"
     local rc=0
     printf 'GET / HTTP/1.0\r\n\r\n' | timeout -k 5 60 "$OPENSSL" s_client -connect "127.0.0.1:$PORT" \
@@ -680,7 +712,7 @@ vg_check() { # vg_check NAME RC: valgrind verdict for the run NAME (logs NAME.vg
 g_valgrind() {
     need_module || return 1
     command -v valgrind >/dev/null || { fail "valgrind not installed"; return 1; }
-    local VG=(valgrind -q --error-exitcode=$VG_ERR --leak-check=full --show-leak-kinds=definite
+    local VG=(valgrind -q --error-exitcode="$VG_ERR" --leak-check=full --show-leak-kinds=definite
         --errors-for-leak-kinds=none --fair-sched=yes --suppressions="$REPO/scripts/valgrind.supp")
     "$OPENSSL" genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out key.pem 2>/dev/null
     "$OPENSSL" pkey -in key.pem -pubout -out pub.pem
@@ -692,7 +724,7 @@ g_valgrind() {
     OPENSSL_CONF=$PREFER_CNF OPENSSL_MODULES=$MODDIR KAE_LOG=info \
         x sign 300 "${VG[@]}" --log-file=sign.vg.%p.log "$OPENSSL" pkeyutl -sign \
         -inkey key.pem -in d.bin -out s.sig -pkeyopt digest:sha256 || rc=$?
-    vg_check sign $rc
+    vg_check sign "$rc"
     ((rc == 0)) || fail "pkeyutl -sign under valgrind: exit $rc"
     need_kae "pkeyutl -sign under valgrind" sign.err private 1
     x verify 30 "$OPENSSL" pkeyutl -verify -pubin -inkey pub.pem -in d.bin -sigfile s.sig -pkeyopt digest:sha256 ||
@@ -703,12 +735,16 @@ g_valgrind() {
     client tls13 TLSv1.3 'Ciphersuite: TLS_' -tls1_3
     rc=0
     stop_server srv || rc=$?
-    vg_check srv $rc
+    vg_check srv "$rc"
     ((rc == 0)) || fail "s_server under valgrind: exit $rc"
     need_kae "s_server under valgrind: handshake signature by kae" srv.err private 1
 }
 
 g_in-process() {
+    if [[ $CORE == 3.0 ]]; then
+        note "n/a: cargo test --release (scripts/test.sh step 2) runs these tests against the system libcrypto ($VER)"
+        return 3
+    fi
     local flavor=3 list
     ((MAJOR >= 4)) && flavor=4
     list=TESTBIN_LIST_$flavor
@@ -720,12 +756,12 @@ g_in-process() {
     [[ -s $list ]] || { fail "${KAE_WHY[tests$flavor]:-no test binaries (see the build log)}"; return 1; }
     local name bin rc want used
     # libcrypto must come from this core: LD_DEBUG shows which file the loader used.
-    if [[ -n $LIBDIR ]]; then want=$LIBDIR/libcrypto.so.$MAJOR; else want=/libcrypto.so.3; fi
+    want=$LIBDIR/libcrypto.so.$MAJOR
     while read -r name bin; do
         LD_DEBUG=libs "$bin" --list >ld.out 2>ld.err
         used=$(sed -n 's/.*calling init: \(.*libcrypto\.so[^ ]*\)$/\1/p' ld.err | head -n 1)
         echo "$name: libcrypto in use: $used"
-        if [[ $used != *"$want" ]] || { [[ -z $LIBDIR ]] && [[ $used == "$CACHE"* ]]; }; then
+        if [[ $used != *"$want" ]]; then
             fail "$name: runs with ${used:-no libcrypto}, not this core's libcrypto"
             continue
         fi
@@ -848,9 +884,11 @@ main() {
     done
 
     echo "== kae builds"
-    need3=0 need4=0
+    need3=0 need4=0 tests3=0
     for core in "${CORES[@]}"; do
         if [[ $core == 4.* ]]; then need4=1; else need3=1; fi
+        # The 3.x test binaries run in 3.5 and 3.6 only (n/a on 3.0, see g_in-process).
+        [[ $core == 3.[1-9]* ]] && tests3=1
     done
     ((need3)) && { build_kae3 || true; }
     if ((need4)); then
@@ -861,7 +899,7 @@ main() {
         fi
     fi
     if in_list in-process "${GROUPS_SEL[@]}"; then
-        ((need3)) && [[ -n ${MODDIR_OF[3]:-} ]] && build_testbins 3
+        ((tests3)) && [[ -n ${MODDIR_OF[3]:-} ]] && build_testbins 3
         ((need4)) && [[ -n ${MODDIR_OF[4]:-} ]] && build_testbins 4
     fi
 

@@ -511,7 +511,10 @@ class Emulator:
     def _mutate(self):
         """Turns the first vpmadd52luq of exp_ifma in the mutant copy into a vpmadd52huq;
         returns its offset in exp_ifma."""
-        fn = [(a, size, name) for a, size, name in self.image.funcs if "exp_ifma" in name]
+        # The kernel itself: its public wrapper (exp_ifma_interleaved) is a function of its
+        # own in builds without cross-crate inlining.
+        fn = [(a, size, name) for a, size, name in self.image.funcs
+              if short_name(name) == "kae::mb::kernel::exp_ifma"]
         if len(fn) != 1:
             raise EmuError(f"expected one exp_ifma function in the binary, found {len(fn)}")
         start, size, _ = fn[0]

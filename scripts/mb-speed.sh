@@ -17,6 +17,8 @@
 #   c  the whole machine: kae -multi $MULTI -async_jobs 16, default -multi $MULTI      (ALGS_CDE)
 #   d  one process on every CPU: kae -async_jobs 16, default sync                     (ALGS_CDE)
 #   e  no regression, the same flags for both: -async_jobs 1, -async_jobs 2, sync      (ALGS_CDE)
+#   f  a busy host: one CPU-bound loop per CPU beside both providers' runs, kae
+#      -multi $MULTI -async_jobs 8, default -multi $MULTI; only when named (ROWS=f)   (ALGS_CDE)
 # ASYNC jobs gain the default provider nothing; in a, b and e it runs with kae's flags anyway,
 # so the two runs differ only in the provider. After the table: what kae's exit summaries
 # counted per row (private operations, offloaded, MB batches and lanes, MB scalar).
@@ -31,7 +33,7 @@
 #   ROUNDS           alternating rounds                           (default 3)
 #   ALGS             algorithms of rows a and b                   (default "rsa2048 rsa3072 rsa4096")
 #   ALGS_CDE         algorithms of rows c, d and e                (default rsa2048)
-#   ROWS             rows to run, a subset of "a b c d e"         (default all)
+#   ROWS             rows to run, a subset of "a b c d e f"       (default a b c d e)
 #   CPU0             the CPU of the one-core rows a and b         (default 0)
 #   MULTI            -multi of row c: processes filling the machine  (default: nproc)
 #   KAE_PREFER       1: default_properties=?provider=kae for the kae runs, as in
@@ -85,15 +87,15 @@ read -r -a ALG_CDE <<<"$ALGS_CDE"
 for a in "${ALG_AB[@]}" "${ALG_CDE[@]}"; do
     [[ $a =~ ^rsa[0-9]+$ ]] || bad "ALGS/ALGS_CDE: '$a' is not an openssl speed RSA algorithm (rsa2048, rsa3072, rsa4096, ...)"
 done
-# ROWS: letters a-e, with or without spaces or commas between them ("a b", "a,b", "ab").
+# ROWS: letters a-f, with or without spaces or commas between them ("a b", "a,b", "ab").
 ROW_SET=${ROWS//[ ,]/}
-[[ -n $ROW_SET && $ROW_SET =~ ^[a-e]+$ ]] || bad "ROWS must be letters from a b c d e, not '$ROWS'"
+[[ -n $ROW_SET && $ROW_SET =~ ^[a-f]+$ ]] || bad "ROWS must be letters from a b c d e f, not '$ROWS'"
 want() { [[ $ROW_SET == *"$1"* ]]; }
 if want a || want b; then
     ((${#ALG_AB[@]})) || bad "ALGS is empty (rows a and b)"
     command -v taskset >/dev/null 2>&1 || die "rows a and b need taskset (util-linux) to pin to CPU $CPU0"
 fi
-if want c || want d || want e; then ((${#ALG_CDE[@]})) || bad "ALGS_CDE is empty (rows c, d and e)"; fi
+if want c || want d || want e || want f; then ((${#ALG_CDE[@]})) || bad "ALGS_CDE is empty (rows c, d, e and f)"; fi
 
 if [[ -z $MODULE ]]; then
     if [[ "${NO_BUILD:-0}" != 1 ]]; then
@@ -110,7 +112,10 @@ KAE_NAME=$(basename "$MODULE" .so)
 echo "module: $MODULE$( [[ -L $MODULE ]] && echo " -> $(readlink -f "$MODULE")"), $(stat -c '%s bytes, modified %y' "$(readlink -f "$MODULE")" | cut -d. -f1)" >&2
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-mb-speed.XXXXXX")
-cleanup() { if [[ "${KEEP_LOGS:-0}" == 1 ]]; then echo "logs kept in $WORK" >&2; else rm -rf "$WORK"; fi; }
+cleanup() {
+    if declare -F busy_stop >/dev/null; then busy_stop; fi
+    if [[ "${KEEP_LOGS:-0}" == 1 ]]; then echo "logs kept in $WORK" >&2; else rm -rf "$WORK"; fi
+}
 trap cleanup EXIT
 RESULTS="$WORK/results.tsv"
 KSTATS="$WORK/kae-stats.tsv"
@@ -158,14 +163,15 @@ else
 fi
 
 # --- 2. The rows. NAME|PIN|ALGSET|default provider's options|kae's options|description.
-# PIN: taskset (taskset -c CPU0), numactl (numactl -C CPU0, else taskset), none.
+# PIN: taskset (taskset -c CPU0), numactl (numactl -C CPU0, else taskset), none, busy (not
+# pinned, a CPU-bound loop per CPU running beside it).
 PIN_B=taskset
 if command -v numactl >/dev/null 2>&1; then PIN_B=numactl; fi
 pin_cmd() {
     case $1 in
     taskset) echo "taskset -c $CPU0" ;;
     numactl) echo "numactl -C $CPU0" ;;
-    none) echo "" ;;
+    none | busy) echo "" ;;
     esac
 }
 MODES=()
@@ -175,6 +181,23 @@ want c && MODES+=("c:multi$MULTI,kae-async16|none|cde|-multi $MULTI|-multi $MULT
 want d && MODES+=("d:kae-async16,default-sync|none|cde||-async_jobs 16|")
 want e && MODES+=("e:async1|none|cde|-async_jobs 1|-async_jobs 1|both"
     "e:async2|none|cde|-async_jobs 2|-async_jobs 2|both" "e:sync|none|cde|||both")
+want f && MODES+=("f:busy,multi$MULTI-async8|busy|cde|-multi $MULTI|-multi $MULTI -async_jobs 8|")
+
+# busy_start / busy_stop: one CPU-bound loop per CPU (row f), stopped after the run.
+BUSY_PIDS=()
+busy_start() {
+    local i
+    for ((i = 0; i < $(nproc); i++)); do
+        (while :; do :; done) &
+        BUSY_PIDS+=($!)
+    done
+}
+busy_stop() {
+    ((${#BUSY_PIDS[@]})) || return 0
+    kill "${BUSY_PIDS[@]}" 2>/dev/null || true
+    wait "${BUSY_PIDS[@]}" 2>/dev/null || true
+    BUSY_PIDS=()
+}
 
 # kae_counts LOG: kae's exit summaries of one run (one per process with -multi) summed, as
 # "private ok offloaded pauses mb_batches mb_lanes mb_scalar inline" (inline: 1 if kae said it
@@ -214,13 +237,16 @@ run_one() {
     if [[ -n "$opts" ]]; then read -r -a extra <<<"$opts"; fi
     read -r -a pincmd <<<"$(pin_cmd "$pin")"
     if [[ $algset == ab ]]; then algs=("${ALG_AB[@]}"); else algs=("${ALG_CDE[@]}"); fi
-    echo "  round $round/$ROUNDS  $prov_name  $mode  ${pincmd[*]:+${pincmd[*]} }openssl speed ${extra[*]:+${extra[*]} }${algs[*]}" >&2
+    echo "  round $round/$ROUNDS  $prov_name  $mode  ${pincmd[*]:+${pincmd[*]} }openssl speed ${extra[*]:+${extra[*]} }${algs[*]}$([[ $pin == busy ]] && echo " (beside $(nproc) busy loops)")" >&2
+    [[ $pin == busy ]] && busy_start
     if ! KAE_LOG=info OPENSSL_CONF=$conf "${pincmd[@]}" "$OPENSSL" speed -mr -elapsed \
             -seconds "$SECONDS_PER_RUN" "${prov[@]}" "${extra[@]}" "${algs[@]}" >"$log" 2>"$log.err"; then
+        busy_stop
         echo "mb-speed.sh: openssl speed failed ($prov_name, $mode, round $round):" >&2
         cat "$log.err" >&2
         exit 1
     fi
+    if declare -F busy_stop >/dev/null; then busy_stop; fi
     python3 "$ROOT/scripts/speed_table.py" extract "$prov_name" "$mode" "$round" <"$log" >>"$RESULTS" || {
         echo "mb-speed.sh: no RSA results in the output of the $prov_name run:" >&2
         cat "$log" "$log.err" >&2

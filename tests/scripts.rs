@@ -195,7 +195,7 @@ fn bad_knobs_are_refused_before_anything_runs() {
         ("haproxy-bench.sh", &[("KEY_BITS", "3072")], "KEY_BITS"),
         ("haproxy-bench.sh", &[("KEY_BITS", "big")], "KEY_BITS"),
         ("nginx-bench.sh", &[("KEY_BITS", "1024")], "KEY_BITS"),
-        ("mb-speed.sh", &[("ROWS", "a f")], "ROWS"),
+        ("mb-speed.sh", &[("ROWS", "a g")], "ROWS"),
         ("mb-speed.sh", &[("ROUNDS", "0")], "ROUNDS"),
         (
             "mb-speed.sh",

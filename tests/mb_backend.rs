@@ -1,8 +1,9 @@
 //! The multi-buffer backend through the provider: async jobs from several threads signing
-//! with several keys, checked against OpenSSL's default provider; batches on one CPU (the
-//! SCHED_IDLE worker runs when the application thread waits, and finds all its jobs queued);
-//! partial batches and lone requests (scalar code); a corrupted lane caught by the fault
-//! check; the backend turned off; and what `backend = mb` does without IFMA.
+//! with several keys, checked against OpenSSL's default provider; batches on one CPU (the job
+//! that fills a call computes it; the flusher takes the rest once the application thread
+//! waits); a busy loop on every CPU beside the jobs; partial batches and lone requests (scalar
+//! code); a corrupted lane caught by the fault check; the backend turned off; and what
+//! `backend = mb` does without IFMA.
 //!
 //! This machine may lack AVX-512 IFMA, so the scenarios run the backend on the portable
 //! engine (`KAE_MB_ENGINE=portable`, test-only): the same batching, lanes, recombination and
@@ -153,8 +154,8 @@ fn threads() {
     assert_eq!(c1.get("in-flight"), 0);
 }
 
-/// Pins this process to one CPU: the SCHED_IDLE worker then runs only when the application
-/// thread waits, so every job this thread starts is queued when the worker looks.
+/// Pins this process to one CPU: the flusher then shares it with the application thread, and
+/// takes a partial batch only once that thread waits for its jobs.
 fn pin_to_one_cpu() {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
     unsafe {
@@ -176,8 +177,8 @@ fn pin_to_one_cpu() {
 /// flight: 1 or 2 jobs of RSA-2048 are computed by the scalar code (too few for a kernel call);
 /// on an otherwise idle CPU 3 and 4 take one call (6 and 8 lanes), 8 take two, 5 take one and
 /// the fifth goes scalar (a call for one RSA-2048 request costs more than the request), 2 of
-/// RSA-4096 one call and 6 two. A worker that is runnable already (preempted while the machine is loaded) can
-/// take a first job alone, so the test demands exact counts for the lone cases, every request
+/// RSA-4096 one call and 6 two. On a loaded machine the flusher can take a partial batch early
+/// (at most 2 ms after its first job), so the test demands exact counts for the lone cases, every request
 /// accounted for (2 lanes or 1 scalar operation) in each case, and most requests batched over
 /// all cases.
 fn one_cpu() {

@@ -10,7 +10,7 @@
 //!
 //! A caller with nothing else in flight would only wait for company that never comes (one
 //! connection, `-async_jobs 1`): after [`SOLO_FLUSHES`] flushes in a row that held a single
-//! request, [`Gather::wants`] sends lone requests back to be computed inline, and lets one in
+//! request whose submitter was waiting for it, [`Gather::wants`] sends lone requests back to be computed inline, and lets one in
 //! [`PROBE_EVERY`] through to notice when company returns. A submit that finds others pending
 //! ends solo mode at once.
 
@@ -300,7 +300,9 @@ fn flusher_loop(s: &Shared) {
                 if batch.is_empty() {
                     break;
                 }
-                if batch.len() == 1 && submitted == 1 {
+                // Lone only when its submitter was waiting for it: a flush forced by MAX_WAIT
+                // while the submitter was still runnable (preempted on a busy host) is not.
+                if batch.len() == 1 && submitted == 1 && quiet_now {
                     let _ = s
                         .solo
                         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {

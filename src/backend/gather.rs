@@ -371,17 +371,6 @@ mod tests {
         )
     }
 
-    fn wait_done(w: &Waiter, limit: Duration) -> bool {
-        let t = Instant::now();
-        while !w.is_done() {
-            if t.elapsed() > limit {
-                return false;
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        true
-    }
-
     #[test]
     fn the_request_that_fills_a_batch_computes_it_on_its_own_thread() {
         let (g, seen) = gather(4);
@@ -429,7 +418,7 @@ mod tests {
         assert!(g.submit(r2).is_ok());
         // MAX_WAIT plus scheduling; a starved idle-priority thread never got here.
         let done =
-            wait_done(&w1, Duration::from_secs(20)) && wait_done(&w2, Duration::from_secs(20));
+            w1.done_within(Duration::from_secs(20)) && w2.done_within(Duration::from_secs(20));
         let took = t.elapsed();
         stop.store(true, Ordering::Relaxed);
         busy.into_iter().for_each(|h| h.join().unwrap());
@@ -451,7 +440,7 @@ mod tests {
             let (r, w) = request(&k, t as u8);
             assert!(g.wants());
             assert!(g.submit(r).is_ok());
-            assert!(wait_done(&w, Duration::from_secs(20)));
+            assert!(w.done_within(Duration::from_secs(20)));
         }
         // Solo now: most lone requests are refused, one in PROBE_EVERY is let through.
         let wanted = (0..PROBE_EVERY * 4).filter(|_| g.wants()).count();
@@ -462,7 +451,7 @@ mod tests {
         assert!(g.submit(r1).is_ok());
         assert!(g.wants(), "others pending: gather");
         assert!(g.submit(r2).is_ok());
-        assert!(wait_done(&w1, Duration::from_secs(20)) && wait_done(&w2, Duration::from_secs(20)));
+        assert!(w1.done_within(Duration::from_secs(20)) && w2.done_within(Duration::from_secs(20)));
         assert!(g.wants(), "company ended solo mode");
         g.shutdown();
     }

@@ -1212,18 +1212,6 @@ mod tests {
             .is_err());
     }
 
-    /// Waits until `w` has an outcome, at most `limit`.
-    fn done_within(w: &Waiter, limit: Duration) -> bool {
-        let t0 = Instant::now();
-        while !w.is_done() {
-            if t0.elapsed() > limit {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        true
-    }
-
     /// Input byte 1 marks a request whose computation panics.
     const PANIC_MARK: u8 = 0xEE;
 
@@ -1265,7 +1253,7 @@ mod tests {
             .collect();
         for (i, (w, m)) in waiters.iter().zip(&inputs).enumerate() {
             assert!(
-                done_within(w, HANG),
+                w.done_within(HANG),
                 "request {i} never completed (a panic killed its worker?)"
             );
             let (result, output) = w.take().unwrap();
@@ -1313,7 +1301,7 @@ mod tests {
                 }
             }
         }
-        if done_within(&w, HANG) {
+        if w.done_within(HANG) {
             Fate::Completed
         } else {
             Fate::Stranded

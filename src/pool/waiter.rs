@@ -109,6 +109,19 @@ impl Waiter {
         self.done.load(Ordering::Acquire)
     }
 
+    /// Tests: polls until this waiter has an outcome, at most `limit`.
+    #[cfg(test)]
+    pub(crate) fn done_within(&self, limit: std::time::Duration) -> bool {
+        let t0 = std::time::Instant::now();
+        while !self.is_done() {
+            if t0.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        true
+    }
+
     pub fn take(&self) -> Option<Outcome> {
         self.slot.lock().unwrap_or_else(|e| e.into_inner()).take()
     }

@@ -18,7 +18,7 @@ import, or any other exception, is a failure with the faulting address.
 Before the cases: one vpmadd52luq/huq pair checked against Python (the emulator's own
 arithmetic), and two control runs that must go wrong: with XCR0 lacking the opmask/ZMM state
 the kernel must raise #UD inside exp_ifma (what runs is the AVX-512 code), and a second copy of
-the binary with one vpmadd52luq of exp_ifma turned into vpmadd52huq must give a different
+the binary with every vpmadd52luq of exp_ifma turned into vpmadd52huq must give a different
 result (a wrong IFMA result is seen).
 
 --count (per case, off by default: it makes the emulation 10-15x slower): a hook on every
@@ -31,6 +31,19 @@ vector ones those with a memory operand (ModRM.mod != 3), split into stores and 
 (memory sources of arithmetic included). Printed: the totals, instructions per vpmadd52, the
 instructions per function, and the memcpy/memset calls and bytes. The PASS/FAIL decision does
 not depend on it.
+
+--peer EXE (ifma-emulate.sh --peer-crypto-mb): a yardstick, Intel crypto_mb's 8-lane modular
+exponentiation run on the same case inputs in the same emulator. EXE is scripts/crypto_mb_entry.c
+linked statically against libcrypto_mb.a (a PIE, loaded at PEER_BASE, its imports trapped like
+kae's: libcrypto's BN_* are linked in but never called). Per case: kae_crypto_mb_load converts the
+inputs and binds crypto_mb's CPU dispatch (cpuid/xgetbv: the emulated CPU must report the
+AVX-512 IFMA set crypto_mb asks for, or the load says so), then kae_crypto_mb_exp, the one call
+counted, runs mbx_exp1024_mb8/2048/3072/4096 chosen by the case's modulus size (crypto_mb has no
+512- or 1536-bit function: n/a), and its results must equal the expected ones (a FAIL
+otherwise) in the lanes whose modulus has the case's size: one mod_bits for all eight lanes is
+its contract, and the random cases' lanes 6 and 7 (narrower moduli) are outside it (see
+run_peer_case). With --count: its counts as kae's, a line kae vs crypto_mb per case and a final
+table with kae/crypto_mb (total instructions).
 
 Exit status: 0 all cases PASS, 1 a mismatch or an emulation failure, 2 usage.
 """
@@ -51,7 +64,9 @@ import time
 PAGE = 0x1000
 IMAGE_BASE = 0x5555_5550_0000  # where the PIE is loaded
 MUTANT_BASE = 0x5655_5550_0000  # a second copy, with one instruction changed (controls)
+PEER_BASE = 0x5755_5550_0000  # --peer: the crypto_mb executable (scripts/crypto_mb_entry.c)
 TRAP_BASE = 0x7E00_0000_0000  # unmapped: a fetch here is an import (or the sentinel)
+PEER_TRAPS = TRAP_BASE + 0x100_0000  # the peer's imports (another numbering than kae's)
 STACK_TOP = 0x7FFF_F000_0000
 STACK_SIZE = 1 << 20
 HEAP_BASE = 0x6000_0000_0000
@@ -61,6 +76,11 @@ TLS_SIZE = 0x10000
 STUB_VA = 0x7F00_0000_0000  # the driver's own guest code, written once before anything runs
 PT_GPA = 0x80_0000_0000  # physical pages of the page tables (Commit allocates from here)
 ENTRY = "kae_ifma_emulate_entry"
+# The peer's functions (scripts/crypto_mb_entry.c) and what kae_crypto_mb_load returns.
+PEER_FUNCS = ("kae_crypto_mb_load", "kae_crypto_mb_exp", "kae_crypto_mb_store",
+              "kae_crypto_mb_features", "kae_crypto_mb_forced")
+PEER_LOAD = {1: "n/a", 2: "crypto_mb does not see AVX-512 IFMA", 3: "too large for the entry",
+             4: "bad arguments"}
 
 # C23 names the wheel's binary imports (glibc >= 2.38); on an older glibc they are provided by
 # this shim, loaded RTLD_GLOBAL before bochscpu. They differ from the C99 functions only in
@@ -303,7 +323,7 @@ class Heap:
 class Image:
     """The example binary (a PIE), loaded at `base`."""
 
-    def __init__(self, path, mem, base):
+    def __init__(self, path, mem, base, entries=(ENTRY,), traps=TRAP_BASE):
         from elftools.elf.elffile import ELFFile
         from elftools.elf.relocation import RelocationSection
         from elftools.elf.sections import SymbolTableSection
@@ -335,10 +355,13 @@ class Image:
                         if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"]:
                             self.funcs.append((sym["st_value"], sym["st_size"], sym.name))
             self.funcs.sort()
-            entry = [a for a, _, n in self.funcs if n == ENTRY]
-            if not entry:
-                raise EmuError(f"{path}: no symbol {ENTRY}")
-            self.entry = self.base + entry[0]
+            self.symbols = {}  # the entry points (entries[0] is self.entry)
+            for want in entries:
+                entry = [a for a, _, n in self.funcs if n == want]
+                if not entry:
+                    raise EmuError(f"{path}: no symbol {want}")
+                self.symbols[want] = self.base + entry[0]
+            self.entry = self.symbols[entries[0]]
 
             # Dynamic relocations; imports get trap addresses.
             self.imports = {}  # trap address -> name
@@ -363,7 +386,7 @@ class Image:
                         elif sym["st_info"]["type"] in ("STT_FUNC", "STT_NOTYPE") and sym.name:
                             name = sym.name
                             if name not in by_name:
-                                by_name[name] = TRAP_BASE + 0x10 * (len(by_name) + 1)
+                                by_name[name] = traps + 0x10 * (len(by_name) + 1)
                                 self.imports[by_name[name]] = name
                             value = by_name[name]
                         else:
@@ -385,7 +408,7 @@ class Image:
 
 
 class Emulator:
-    def __init__(self, binary, trace_imports=False):
+    def __init__(self, binary, trace_imports=False, peer=None):
         self.bx = bx = import_bochscpu()
         self.mem = Memory(bx)
         # Code must be in place before it first runs: BochsCPU caches decoded instructions by
@@ -394,6 +417,10 @@ class Emulator:
         self.image = Image(binary, self.mem, IMAGE_BASE)
         self.mutant = Image(binary, self.mem, MUTANT_BASE)
         self.mutation = self._mutate()
+        # --peer: crypto_mb's executable, its imports numbered apart from kae's.
+        self.peer = Image(peer, self.mem, PEER_BASE, PEER_FUNCS, PEER_TRAPS) if peer else None
+        self.imports = {**self.image.imports, **(self.peer.imports if self.peer else {})}
+        self.peer_noted = False  # the note on crypto_mb's CPU features, printed once
         self.mem.map(STACK_TOP - STACK_SIZE, STACK_SIZE)
         self.mem.map(HEAP_BASE, HEAP_SIZE)
         self.mem.map(TLS_BASE, TLS_SIZE)
@@ -509,8 +536,9 @@ class Emulator:
         raise EmuError(f"the code called the import {name}, which is not emulated")
 
     def _mutate(self):
-        """Turns the first vpmadd52luq of exp_ifma in the mutant copy into a vpmadd52huq;
-        returns its offset in exp_ifma."""
+        """Turns every vpmadd52luq of exp_ifma in the mutant copy into a vpmadd52huq (the
+        kernel has code of its own per size, so one changed instruction would only be seen by
+        one size); returns the offset of the first and how many were changed."""
         # The kernel itself: its public wrapper (exp_ifma_interleaved) is a function of its
         # own in builds without cross-crate inlining.
         fn = [(a, size, name) for a, size, name in self.image.funcs
@@ -520,16 +548,14 @@ class Emulator:
         start, size, _ = fn[0]
         code = self.mem.read(self.mutant.base + start, size)
         # EVEX (62 P0 P1 P2): map 0F38 (P0 & 3 = 2), W1 and 66 (P1 & 0x83 = 0x81), opcode B4.
-        at = next(
-            (i for i in range(len(code) - 5)
-             if code[i] == 0x62 and code[i + 1] & 3 == 2 and code[i + 2] & 0x83 == 0x81
-             and code[i + 4] == 0xB4),
-            None,
-        )
-        if at is None:
+        at = [i for i in range(len(code) - 5)
+              if code[i] == 0x62 and code[i + 1] & 3 == 2 and code[i + 2] & 0x83 == 0x81
+              and code[i + 4] == 0xB4]
+        if not at:
             raise EmuError("no vpmadd52luq found in exp_ifma")
-        self.mem.write(self.mutant.base + start + at + 4, b"\xb5")
-        return at
+        for i in at:
+            self.mem.write(self.mutant.base + start + i + 4, b"\xb5")
+        return at[0], len(at)
 
     # --count
     def count_start(self):
@@ -586,7 +612,7 @@ class Emulator:
 
     def _func_of(self, addr):
         """The short name of the function holding addr (bisect over the symbols)."""
-        img = self.mutant if addr >= MUTANT_BASE else self.image
+        img = self._image_of(addr)
         if not hasattr(img, "starts"):
             img.starts = [a for a, _, _ in img.funcs]
         off = addr - img.base
@@ -596,10 +622,15 @@ class Emulator:
                 return short_name(name)
         return f"{addr:#x}"
 
+    def _image_of(self, addr):
+        if self.peer and addr >= PEER_BASE:
+            return self.peer
+        return self.mutant if addr >= MUTANT_BASE else self.image
+
     def name_of(self, addr):
-        if addr in self.image.imports:
-            return f"import {self.image.imports[addr]}"
-        img = self.mutant if addr >= MUTANT_BASE else self.image
+        if addr in self.imports:
+            return f"import {self.imports[addr]}"
+        img = self._image_of(addr)
         return img.name_of(addr) + (" (mutant copy)" if img is self.mutant else "")
 
     def call(self, func, args):
@@ -623,7 +654,7 @@ class Emulator:
                 )
             if rip == sentinel:
                 return st.rax
-            name = self.image.imports.get(rip)
+            name = self.imports.get(rip)
             if name is None:
                 raise EmuError(f"jump to an unknown trap address {rip:#x}")
             self.import_calls[name] = self.import_calls.get(name, 0) + 1
@@ -685,8 +716,8 @@ def controls(emu, cases_dir, cases, lanes):
     """Two runs that must go wrong, on the smallest case, so a PASS means something:
     - without ZMM/opmask state in XCR0 the kernel must raise #UD inside exp_ifma (its AVX-512
       code is what runs);
-    - the copy of the binary with one vpmadd52luq of exp_ifma made a vpmadd52huq must give a
-      different result (the comparison sees a wrong IFMA result)."""
+    - the copy of the binary with every vpmadd52luq of exp_ifma made a vpmadd52huq must give
+      a different result (the comparison sees a wrong IFMA result)."""
     c = min(cases, key=lambda c: (c["limbs"], -c["exp_bits"]))
     emu.xcr0 = 0x7
     try:
@@ -704,34 +735,200 @@ def controls(emu, cases_dir, cases, lanes):
     except EmuError as e:
         caught = f"emulation error ({e})"
     if not caught:
-        raise EmuError(f"{c['name']} still matched with vpmadd52luq at exp_ifma+{emu.mutation:#x} "
-                       "made a vpmadd52huq: the comparison does not see IFMA results")
+        raise EmuError(f"{c['name']} still matched with the {emu.mutation[1]} vpmadd52luq of "
+                       "exp_ifma made vpmadd52huq: the comparison does not see IFMA results")
     print(f"controls on {c['name']}: no AVX-512 state -> #UD in exp_ifma (rip after it: {ud}); "
-          f"vpmadd52luq at exp_ifma+{emu.mutation:#x} made huq -> {caught} (both as they must)")
+          f"its {emu.mutation[1]} vpmadd52luq (first at exp_ifma+{emu.mutation[0]:#x}) made huq -> "
+          f"{caught} (both as they must)")
 
 
-def print_count(emu, counts):
-    """The --count lines of a case."""
+def print_count(emu, counts, label="count", imports=None):
+    """The --count lines of a case (label: "count" for kae's call, "crypto_mb count" for the
+    peer's; imports: (calls, bytes) of the counted call, default the emulator's). Returns the
+    totals (count_summary)."""
     tot, by_func = emu.count_summary(counts)
     ins, madd = tot["instructions"], tot["luq"] + tot["huq"]
     per = f"{ins / madd:.2f}" if madd else "-"
     pad = " " * 16
+    cont = pad + " " * (len(label) + 2)
+    calls, nbytes = imports or (emu.import_calls, emu.import_bytes)
 
     def pct(k):
         return f"{100 * k / ins:.1f}%" if ins else "-"
 
-    print(f"{pad}count: {ins} instructions, {madd} vpmadd52 ({tot['luq']} luq + {tot['huq']} huq), "
+    print(f"{pad}{label}: {ins} instructions, {madd} vpmadd52 ({tot['luq']} luq + {tot['huq']} huq), "
           f"{per} instructions per vpmadd52")
-    print(f"{pad}       vector {tot['vector']} ({pct(tot['vector'])}), with a memory operand "
+    print(f"{cont}vector {tot['vector']} ({pct(tot['vector'])}), with a memory operand "
           f"{tot['load'] + tot['store']} ({pct(tot['load'] + tot['store'])}: "
           f"{tot['load']} loads, {tot['store']} stores)")
     funcs = sorted(by_func.items(), key=lambda kv: -kv[1])
-    print(f"{pad}       by function: " + ", ".join(f"{f} {k}" for f, k in funcs[:6])
+    print(f"{cont}by function: " + ", ".join(f"{f} {k}" for f, k in funcs[:6])
           + (f", {len(funcs) - 6} more" if len(funcs) > 6 else ""))
-    if emu.import_bytes:
-        print(f"{pad}       not counted (run in Python): " + ", ".join(
-            f"{name} {emu.import_calls[name]} calls {b} bytes"
-            for name, b in sorted(emu.import_bytes.items())))
+    if nbytes:
+        print(f"{cont}not counted (run in Python): " + ", ".join(
+            f"{name} {calls[name]} calls {b} bytes" for name, b in sorted(nbytes.items())))
+    return tot
+
+
+def run_peer_case(emu, cases_dir, c, lanes, count):
+    """--peer: crypto_mb's mbx_expNNNN_mb8 on case c's inputs, through scripts/crypto_mb_entry.c:
+    kae_crypto_mb_load (the inputs converted to crypto_mb's layout, its CPU dispatch bound; not
+    counted), kae_crypto_mb_exp (the exponentiation; the counted call with count),
+    kae_crypto_mb_store (the results in kae's layout). Returns a dict: reason (None when it
+    ran, else why not: "n/a" when crypto_mb has no function for the size), status (its
+    mbx_status), got and want (bytes, as run_case's), counts, imports ((calls, bytes) of the
+    counted call), took (seconds of the exp call), widths (each lane's modulus bits).
+    Its contract is one modulus size for the eight lanes (mod_bits, RSA moduli): lanes with a
+    narrower modulus (random-N's lanes 6 and 7) are outside it, and its results there are
+    wrong (below about 970 bits at 1024, 2010 at 2048; right at 988 and 2028: tried); the
+    caller compares only the lanes whose modulus has the case's size. The count does not depend
+    on the values (crypto_mb's exponentiation runs the same instructions whatever they are)."""
+    n, er, exp_bits = c["limbs"], c["exp_rows"], c["exp_bits"]
+    row = 8 * lanes
+    with open(os.path.join(cases_dir, c["file"]), "rb") as f:
+        blob = f.read()
+    m, b = blob[: n * row], blob[n * row : 2 * n * row]
+    e = blob[2 * n * row : (2 * n + er) * row]
+    want = blob[(2 * n + er) * row :]
+    sym = emu.peer.symbols
+    emu.heap.reset()
+    pm, pb, pe, po = (emu.heap.alloc(len(x), 64) for x in (m, b, e, want))
+    emu.mem.write(pm, m)
+    emu.mem.write(pb, b)
+    emu.mem.write(pe, e)
+    rc = emu.call(sym["kae_crypto_mb_load"], [pm, pb, pe, exp_bits, n, c["bits"]]) & 0xFFFFFFFF
+    mw = struct.unpack(f"<{len(m) // 8}Q", m)
+    widths = [sum(mw[j * lanes + lane] << (52 * j) for j in range(n)).bit_length()
+              for lane in range(lanes)]
+    r = {"reason": None, "status": None, "got": None, "want": want, "counts": None,
+         "imports": ({}, {}), "took": 0.0, "widths": widths}
+    if rc:
+        r["reason"] = PEER_LOAD.get(rc, f"kae_crypto_mb_load returned {rc}")
+        if rc == 2:
+            r["reason"] += f" (mbx_get_cpu_features: {emu.call(sym['kae_crypto_mb_features'], []):#x})"
+        return r
+    if not emu.peer_noted:
+        emu.peer_noted = True
+        forced = emu.call(sym["kae_crypto_mb_forced"], [])
+        if forced:
+            print(f"{'crypto_mb':>14}: note: the emulated cpuid lacks {forced:#x} (AVX512_VBMI2), "
+                  "which crypto_mb's dispatcher asks for but its code never executes: set with "
+                  "mbx_set_cpu_features, so its AVX-512 IFMA code (k1_*) runs")
+    emu.import_calls.clear()
+    emu.import_bytes.clear()
+    if count:
+        emu.count_start()
+    t0 = time.monotonic()
+    try:
+        r["status"] = emu.call(sym["kae_crypto_mb_exp"], [])
+    finally:
+        r["counts"] = emu.count_stop() if count else None
+    r["took"] = time.monotonic() - t0
+    r["imports"] = (dict(emu.import_calls), dict(emu.import_bytes))
+    emu.mem.write(po, b"\xa5" * len(want))
+    emu.call(sym["kae_crypto_mb_store"], [po, n])
+    r["got"] = emu.mem.read(po, len(want))
+    return r
+
+
+def lane_diffs(got, want, n, lanes, what, only=None):
+    """The lanes (of only, default all) where two interleaved results differ, a line each."""
+    gw = struct.unpack(f"<{len(got) // 8}Q", got)
+    ww = struct.unpack(f"<{len(want) // 8}Q", want)
+    for lane in range(lanes) if only is None else only:
+        bad = [j for j in range(n) if gw[j * lanes + lane] != ww[j * lanes + lane]]
+        if bad:
+            j = bad[0]
+            print(f"      lane {lane}: {len(bad)} of {n} limbs differ, first limb {j}: "
+                  f"{what} {gw[j * lanes + lane]:#015x} portable {ww[j * lanes + lane]:#015x}")
+
+
+def peer_case(emu, cases_dir, c, lanes, kae_tot, table):
+    """--peer, after kae's lines of case c: crypto_mb's line, its counts and the comparison
+    (with --count: kae_tot, kae's totals). Returns False on a failure (a result that differs,
+    a non-zero status, an emulation error), True otherwise (n/a included)."""
+    label, fn = "crypto_mb", f"mbx_exp{c['bits']}_mb8"
+    count = kae_tot is not None
+    try:
+        r = run_peer_case(emu, cases_dir, c, lanes, count)
+    except EmuError as err:
+        print(f"{label:>14}: FAIL (emulation: {err})")
+        return False
+    if r["reason"] == "n/a":
+        print(f"{label:>14}: n/a   no {c['bits']}-bit function (mbx_exp1024/2048/3072/4096_mb8)")
+        if count:
+            table.append((c["name"], kae_tot, "n/a"))
+            print(compare_line(c["name"], kae_tot, None))
+        return True
+    if r["reason"]:
+        print(f"{label:>14}: FAIL  {fn}: {r['reason']}")
+        if count:
+            table.append((c["name"], kae_tot, "FAIL"))
+        return False
+    calls = ", ".join(f"{k} {v}" for k, v in sorted(r["imports"][0].items())) or "none"
+    # Only the lanes with a modulus of the case's size: crypto_mb's domain (run_peer_case).
+    n, bits = c["limbs"], c["bits"]
+    keep = [lane for lane in range(lanes) if r["widths"][lane] == bits]
+    gw = struct.unpack(f"<{len(r['got']) // 8}Q", r["got"])
+    ww = struct.unpack(f"<{len(r['want']) // 8}Q", r["want"])
+    same = all(gw[j * lanes + lane] == ww[j * lanes + lane] for lane in keep for j in range(n))
+    ok = r["status"] == 0 and same and bool(keep)
+    skipped = [lane for lane in range(lanes) if lane not in keep]
+    note = (f"; lanes {', '.join(map(str, skipped))} not compared: "
+            f"{', '.join(str(r['widths'][lane]) for lane in skipped)}-bit moduli, outside its "
+            f"{bits}-bit domain" if skipped else "")
+    if ok:
+        print(f"{label:>14}: PASS  {fn} on the same inputs, {r['took']:.1f}s emulated"
+              f"{' and counted' if count else ''} (imports: {calls}{note})")
+    elif r["status"]:
+        print(f"{label:>14}: FAIL  {fn}: status {r['status']:#x} (a hex digit per lane, 0: ok)")
+    elif not keep:
+        print(f"{label:>14}: FAIL  {fn}: no lane with a {bits}-bit modulus to compare")
+    else:
+        print(f"{label:>14}: FAIL  {fn}: its result differs from the portable one{note}")
+        lane_diffs(r["got"], r["want"], n, lanes, "crypto_mb", keep)
+    if count:
+        tot = print_count(emu, r["counts"], "crypto_mb count", r["imports"])
+        table.append((c["name"], kae_tot, tot if ok else "FAIL"))
+        if ok:
+            print(compare_line(c["name"], kae_tot, tot))
+    return ok
+
+
+def per_madd(tot):
+    madd = tot["luq"] + tot["huq"]
+    return f"{tot['instructions'] / madd:.2f}" if madd else "-"
+
+
+def compare_line(name, kae, peer):
+    """random-1024: kae N instructions, M vpmadd52 (x per vpmadd52); crypto_mb ...: kae/crypto_mb = r
+    (peer None: crypto_mb n/a)."""
+    def side(tot):
+        return (f"{tot['instructions']} instructions, {tot['luq'] + tot['huq']} vpmadd52 "
+                f"({per_madd(tot)} per vpmadd52)")
+
+    if peer is None:
+        return f"{name}: kae {side(kae)}; crypto_mb n/a"
+    ratio = kae["instructions"] / peer["instructions"] if peer["instructions"] else float("nan")
+    return f"{name}: kae {side(kae)}; crypto_mb {side(peer)}: kae/crypto_mb = {ratio:.2f}"
+
+
+def print_table(table):
+    """--peer --count: the final table, a row per case."""
+    if not table:
+        return
+    print("kae vs crypto_mb, instructions executed in one 8-lane exponentiation call:")
+    print(f"{'case':>14} {'kae':>10} {'vpmadd52':>9} {'per':>5}   "
+          f"{'crypto_mb':>10} {'vpmadd52':>9} {'per':>5}   {'kae/crypto_mb':>13}")
+    for name, kae, peer in table:
+        left = (f"{name:>14} {kae['instructions']:>10} {kae['luq'] + kae['huq']:>9} "
+                f"{per_madd(kae):>5}   ")
+        if isinstance(peer, str):
+            print(left + f"{peer:>10}")
+            continue
+        ratio = kae["instructions"] / peer["instructions"] if peer["instructions"] else 0
+        print(left + f"{peer['instructions']:>10} {peer['luq'] + peer['huq']:>9} "
+              f"{per_madd(peer):>5}   {ratio:>13.2f}")
 
 
 def main():
@@ -758,6 +955,16 @@ cases: random-512 random-1024 random-1536 random-2048 e65537-512 e65537-2048 edg
         "operand (loads/stores), per function (10-15x slower: random-512 ~2 s, "
         "random-1024 ~11 s, random-2048 ~70 s; PASS/FAIL as without it)",
     )
+    ap.add_argument(
+        "--peer",
+        metavar="EXE",
+        help="also run Intel crypto_mb's mbx_expNNNN_mb8 on each case's inputs: EXE is "
+        "scripts/crypto_mb_entry.c built against libcrypto_mb.a (ifma-emulate.sh "
+        "--peer-crypto-mb does it); its results must equal the expected ones (lanes with a "
+        "modulus of the case's size: its domain); with --count "
+        "its counts too, and kae/crypto_mb per case (n/a where crypto_mb has no function for "
+        "the modulus size: it has 1024, 2048, 3072 and 4096 bits)",
+    )
     args = ap.parse_args()
 
     try:
@@ -775,13 +982,16 @@ cases: random-512 random-1024 random-1536 random-2048 e65537-512 e65537-2048 edg
         cases = [c for c in cases if c["name"] in args.only]
 
     try:
-        emu = Emulator(args.bin, args.trace_imports)
+        emu = Emulator(args.bin, args.trace_imports, args.peer)
         self_test(emu)
     except EmuError as e:
         print(f"ifma-emulate.py: FAIL: setting up the emulator: {e}")
         return 1
     print(f"emulator: BochsCPU, {args.bin} loaded at {emu.image.base:#x}, "
           f"{len(emu.image.imports)} imports trapped; vpmadd52 self-test ok; seed {manifest['seed']}")
+    if emu.peer:
+        print(f"peer: crypto_mb, {args.peer} loaded at {emu.peer.base:#x}, "
+              f"{len(emu.peer.imports)} imports trapped")
 
     lanes = manifest["lanes"]
     try:
@@ -790,7 +1000,8 @@ cases: random-512 random-1024 random-1536 random-2048 e65537-512 e65537-2048 edg
         print(f"ifma-emulate.py: FAIL: control run: {e}")
         return 1
 
-    failed = 0
+    failed = peer_failed = 0
+    table = []  # --peer --count: (case, kae totals, crypto_mb totals or why not)
     for c in cases:
         n, exp_bits = c["limbs"], c["exp_bits"]
         if args.count:
@@ -815,20 +1026,18 @@ cases: random-512 random-1024 random-1536 random-2048 e65537-512 e65537-2048 edg
             failed += 1
             print(f"{c['name']:>14}: FAIL  {c['bits']}-bit, exp_bits {exp_bits}, {took:.1f}s: "
                   f"IFMA result differs from the portable one")
-        if counts is not None:
-            print_count(emu, counts)
-        if ok:
-            continue
-        gw = struct.unpack(f"<{len(got) // 8}Q", got)
-        ww = struct.unpack(f"<{len(want) // 8}Q", want)
-        for lane in range(lanes):
-            bad = [j for j in range(n) if gw[j * lanes + lane] != ww[j * lanes + lane]]
-            if bad:
-                j = bad[0]
-                print(f"      lane {lane}: {len(bad)} of {n} limbs differ, first limb {j}: "
-                      f"ifma {gw[j * lanes + lane]:#015x} portable {ww[j * lanes + lane]:#015x}")
+        kae_tot = print_count(emu, counts) if counts is not None else None
+        if not ok:
+            lane_diffs(got, want, n, lanes, "ifma")
+        if emu.peer:
+            peer_failed += not peer_case(emu, args.cases, c, lanes, kae_tot, table)
     print(f"ifma-emulate: {len(cases) - failed} PASS, {failed} FAIL")
-    return 1 if failed else 0
+    if emu.peer:
+        ran = sum(1 for row in table if not isinstance(row[2], str)) if args.count else None
+        print(f"crypto_mb: {peer_failed} FAIL" + (f", {ran} counted" if ran is not None else ""))
+        if args.count:
+            print_table(table)
+    return 1 if failed or peer_failed else 0
 
 
 if __name__ == "__main__":

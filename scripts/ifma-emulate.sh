@@ -8,11 +8,12 @@
 # different odd moduli, bases and full-size exponents for every size (512 to 2048 bits),
 # e = 65537/3/17 at 512 and 2048, edge values at 512. scripts/ifma-emulate.py then loads the
 # binary into the emulator, calls the IFMA entry on each case and prints PASS/FAIL per case,
-# after two control runs that must go wrong (no AVX-512 state: #UD; one vpmadd52luq made a
+# after two control runs that must go wrong (no AVX-512 state: #UD; every vpmadd52luq made a
 # vpmadd52huq: a mismatch). On a CPU with IFMA the cases also run natively. Installs
 # bochscpu-python and pyelftools with pip when missing. About 15 s after the build.
 #
 # usage: scripts/ifma-emulate.sh [--seed N] [--only CASE]... [--keep] [--count] [--bin PATH]
+#                                [--peer-crypto-mb [DIR]]
 #   --seed N      random inputs from seed N (default: a fixed seed)
 #   --only CASE   run only CASE (repeatable): random-512 random-1024 random-1536
 #                 random-2048 e65537-512 e65537-2048 edge-512
@@ -23,12 +24,32 @@
 #                 ~2 s, random-1024 ~11 s, random-2048 ~70 s. PASS/FAIL as without it.
 #   --bin PATH    run this ifma_emulate binary (another tree's build, say) instead of building
 #                 this tree's; it also writes the cases
+#   --peer-crypto-mb [DIR]
+#                 a yardstick: also run Intel crypto_mb's 8-lane exponentiation
+#                 (mbx_exp1024_mb8 / mbx_exp2048_mb8, by modulus size) on each case's inputs in
+#                 the same emulator, and check its results equal the expected ones (else FAIL).
+#                 DIR: a crypto_mb install (include/crypto_mb/exp.h, lib/libcrypto_mb.a; default
+#                 ../shared/reference/crypto_mb from the repository root). scripts/crypto_mb_entry.c
+#                 is compiled with $CC -O2 and linked statically against its libcrypto_mb.a (and
+#                 -lcrypto, whose BN_* it references but never calls here) into an executable in
+#                 the case directory; kae itself never links crypto_mb. With --count, crypto_mb's
+#                 counts as kae's (only the mbx_exp call), a line per case
+#                 "random-1024: kae N instructions, ... ; crypto_mb ...: kae/crypto_mb = r" and a
+#                 final table. No 512- or 1536-bit function in crypto_mb: those cases say n/a.
+#                 Its contract is one modulus size for all eight lanes: lanes with a narrower
+#                 modulus (the random cases' lanes 6 and 7) are not compared (its results there
+#                 are wrong); its count does not depend on the values. crypto_mb's CPU check
+#                 also wants AVX512_VBMI2, which the emulated cpuid lacks and its code never
+#                 executes: it is set through mbx_set_cpu_features (a note says so).
+#                 Counting adds crypto_mb's time: random-1024 ~2 s, random-2048 ~15-20 s.
 # example (the counting baseline of a kernel change, about 15 s after the build):
 #   scripts/ifma-emulate.sh --count --only random-512 --only random-1024 --only e65537-512
+# against crypto_mb:
+#   scripts/ifma-emulate.sh --count --only random-1024 --only random-2048 --peer-crypto-mb
 # Knobs: NO_BUILD=1, CARGO_TARGET_DIR (where the build goes, and the binary is taken from:
 # $CARGO_TARGET_DIR/release/examples/ifma_emulate), PYTHON (default python3), BOCHSCPU_WHEEL
 # (a local wheel file to install instead of PyPI's bochscpu-python), PIP_ARGS (more `pip
-# install` arguments).
+# install` arguments), CC (default cc: the --peer-crypto-mb build).
 # Exit status: 0 every case PASS, 1 a FAIL or an emulation error, 2 usage.
 set -euo pipefail
 
@@ -39,6 +60,8 @@ KEEP=0
 ONLY=()
 COUNT=()
 BIN=
+PEER=
+PEER_DIR=
 while (($#)); do
     case $1 in
         -h | --help) usage; exit 0 ;;
@@ -58,6 +81,14 @@ while (($#)); do
             [[ $# -ge 2 ]] || { echo "ifma-emulate.sh: --bin needs a path" >&2; exit 2; }
             BIN=$(realpath -- "$2") || exit 2
             shift 2
+            ;;
+        --peer-crypto-mb)
+            PEER=1
+            if [[ $# -ge 2 && $2 != -* ]]; then
+                PEER_DIR=$(realpath -- "$2") || exit 2
+                shift
+            fi
+            shift
             ;;
         *) echo "ifma-emulate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -89,10 +120,25 @@ fi
 [[ -x $BIN ]] || { echo "ifma-emulate.sh: $BIN missing" >&2; exit 1; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-ifma-emulate.XXXXXX")
+# shellcheck disable=SC2317  # called through the EXIT trap
 cleanup() { if ((KEEP)); then echo "ifma-emulate.sh: cases kept in $WORK"; else rm -rf "$WORK"; fi; }
 trap cleanup EXIT
 
 "$BIN" --write "$WORK" ${SEED:+--seed "$SEED"}
+
+PEER_ARGS=()
+if [[ -n $PEER ]]; then
+    PEER_DIR=${PEER_DIR:-$(realpath -m -- "$ROOT/../shared/reference/crypto_mb")}
+    for f in include/crypto_mb/exp.h lib/libcrypto_mb.a; do
+        [[ -f $PEER_DIR/$f ]] || { echo "ifma-emulate.sh: --peer-crypto-mb: $PEER_DIR/$f missing" >&2; exit 1; }
+    done
+    # A PIE, as the emulator loads it; libcrypto_mb.a statically, libc and libcrypto as imports.
+    "${CC:-cc}" -O2 -fPIE -pie -I"$PEER_DIR/include" -o "$WORK/crypto_mb_emulate" \
+        "$ROOT/scripts/crypto_mb_entry.c" "$PEER_DIR/lib/libcrypto_mb.a" -lcrypto ||
+        { echo "ifma-emulate.sh: --peer-crypto-mb: building scripts/crypto_mb_entry.c failed" >&2; exit 1; }
+    echo "ifma-emulate.sh: crypto_mb from $PEER_DIR"
+    PEER_ARGS=(--peer "$WORK/crypto_mb_emulate")
+fi
 
 rc=0
 if grep -qw avx512ifma /proc/cpuinfo 2>/dev/null && grep -qw avx512f /proc/cpuinfo; then
@@ -100,6 +146,7 @@ if grep -qw avx512ifma /proc/cpuinfo 2>/dev/null && grep -qw avx512f /proc/cpuin
     "$BIN" --native "$WORK" || rc=1
 fi
 start=$SECONDS
-"$PYTHON" "$ROOT/scripts/ifma-emulate.py" --bin "$BIN" --cases "$WORK" "${ONLY[@]}" "${COUNT[@]}" || rc=1
+"$PYTHON" "$ROOT/scripts/ifma-emulate.py" --bin "$BIN" --cases "$WORK" "${ONLY[@]}" "${COUNT[@]}" \
+    "${PEER_ARGS[@]}" || rc=1
 echo "ifma-emulate.sh: emulation took $((SECONDS - start))s: $( ((rc == 0)) && echo PASS || echo FAIL)"
 exit "$rc"

@@ -1,25 +1,26 @@
-//! The 8-lane modular exponentiation, generic over [`Lanes`].
+//! The 8-lane modular exponentiation, generic over [`Lanes`] and the limb count `N`.
 //!
-//! Numbers are `n` limbs of 52 bits, limb-major with the eight lanes interleaved (limb j of
+//! Numbers are `N` limbs of 52 bits, limb-major with the eight lanes interleaved (limb j of
 //! every lane in one vector), so one `vpmadd52luq` does one limb product for eight independent
-//! moduli. The methods follow:
+//! moduli. `N` is a compile-time constant (10, 20, 30 or 40), so the limb loops unroll and the
+//! accumulators of a multiplication are plain values the compiler keeps in vector registers.
+//! The methods follow:
 //! - S. Gueron, V. Krasnov, "Accelerating big integer arithmetic using Intel IFMA extensions"
 //!   (ARITH 2016): radix 2^52, products accumulated in 64-bit limbs without carry propagation
 //!   (each limb has 12 bits of headroom), one normalisation per multiplication;
-//! - N. Drucker, S. Gueron, "Fast modular squaring with AVX512IFMA" (ITNG 2019): squaring
-//!   computes each cross product once and doubles the sum;
-//! - almost-Montgomery multiplication: with R = 2^(52n) ≥ 4m, inputs below 2m give an output
-//!   below 2m, so the exponentiation loop never subtracts m; one constant-time subtraction at
-//!   the end (after leaving Montgomery form) fully reduces.
+//! - almost-Montgomery multiplication (AMM), operand scanning with the reduction fused into
+//!   each row: with R = 2^(52N) ≥ 4m, inputs below 2m give an output below 2m, so the
+//!   exponentiation loop never subtracts m; one constant-time subtraction at the end (after
+//!   leaving Montgomery form) fully reduces;
 //!
-//! Constant time: loop bounds and indices depend only on `n`, `exp_bits` and the window
+//! Constant time: loop bounds and indices depend only on `N`, `exp_bits` and the window
 //! width (public). The exponent's window values only become lane masks for a full scan of
 //! the table (no secret-dependent address); carries are shifts and masks (no branch).
 //!
-//! Bounds (why no limb overflows): a product limb collects at most 2n terms below 2^52 from
-//! the multiplication and 2n from the reduction, plus carries below 2^12: for n ≤ 40 that is
-//! below 162·2^52 < 2^60. Squaring doubles a sum of at most 2n terms before adding the
-//! diagonal: the same bound.
+//! Bounds (why no limb overflows): in a multiplication each row adds four terms below 2^52 to
+//! every accumulator limb, and a limb lives through at most N rows: below 4N·2^52 plus carries
+//! below 2^12, under 2^60 for N ≤ 40. A squaring's product limb collects at most 2N terms
+//! below 2^52, doubled, plus the diagonal and the reduction's 2N: the same bound.
 
 use super::lanes::{select, Lanes, MASK52};
 use zeroize::Zeroize;
@@ -27,6 +28,28 @@ use zeroize::Zeroize;
 /// Window width of the fixed-window exponentiation: a table of 32 powers.
 pub const WINDOW: usize = 5;
 const TABLE: usize = 1 << WINDOW;
+
+/// `for $i in $from..$n { $body }`, written out as straight-line code ($n at most 40) when
+/// `$V::UNROLL`: every index a constant, so the accumulators are values the compiler keeps
+/// in registers (the optimiser alone stops unrolling short of 30 and 40 limbs).
+macro_rules! unroll {
+    ($V:ty: $i:ident in $from:literal..$n:expr, $body:block) => {
+        if <$V as Lanes>::UNROLL {
+            unroll!(@ $i, $from, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20
+                21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39);
+        } else {
+            for $i in $from..$n $body
+        }
+    };
+    (@ $i:ident, $from:literal, $n:expr, $body:block, $($k:literal)*) => {{
+        $(
+            if $from <= $k && $k < $n {
+                let $i: usize = $k;
+                $body
+            }
+        )*
+    }};
+}
 
 /// Overwrites `v` with zeros in a way the optimiser keeps (secrets must not outlive a call).
 #[inline(always)]
@@ -49,146 +72,121 @@ fn normalize<V: Lanes>(t: &mut [V]) {
     }
 }
 
-/// row += a·b0 + a·b1·2^52, where `row` has two limbs more than `a`: two rows of a schoolbook
-/// product in one pass, so each limb of `row` is loaded and stored once per two rows. The first
-/// terms multiply zeros (no edge cases, the same instructions whatever the values).
-#[inline(always)]
-fn mac_row2<V: Lanes>(row: &mut [V], a: &[V], b0: V, b1: V) {
-    let (head, tail) = row.split_at_mut(a.len());
-    let (mut p1, mut p2) = (V::zero(), V::zero()); // a[j-1], a[j-2]
-    for (r, &aj) in head.iter_mut().zip(a) {
-        *r = r
-            .madd52lo(aj, b0)
-            .madd52hi(p1, b0)
-            .madd52lo(p1, b1)
-            .madd52hi(p2, b1);
-        p2 = p1;
-        p1 = aj;
-    }
-    if let [t0, t1, ..] = tail {
-        *t0 = t0.madd52hi(p1, b0).madd52lo(p1, b1).madd52hi(p2, b1);
-        *t1 = t1.madd52hi(p1, b1);
-    }
-}
-
 /// The modulus of each lane, ready for almost-Montgomery arithmetic.
-pub(crate) struct Ctx<V: Lanes> {
-    n: usize,
-    m: Vec<V>,
+pub(crate) struct Modulus<V: Lanes, const N: usize> {
+    m: [V; N],
     /// −m⁻¹ mod 2^52, per lane.
     k0: V,
 }
 
-impl<V: Lanes> Ctx<V> {
-    /// Montgomery reduction of the 2n-limb `t` into `r`: r = t / R mod m, below 2m when
-    /// t < 2m·R (what `mul` and `sqr` hand it).
+impl<V: Lanes, const N: usize> Modulus<V, N> {
+    /// r = a·b/R mod m, below 2m, for a, b below 2m (or a < R and b < m). One row per limb
+    /// b_i on the accumulators (limbs i..i+N of the running sum): the low halves of a·b_i,
+    /// q making limb 0 vanish, the low halves of q·m, then the high halves of both one limb
+    /// down (the division by 2^52, folded into that pass so no limb is copied on its own).
+    /// Up to 30 limbs the compiler keeps the accumulators in vector registers; 40 of them do
+    /// not fit in the 32 registers, and one pass per row (`mul_one_pass`) costs less there.
     #[inline(always)]
-    fn redc(&self, t: &mut [V], r: &mut [V]) {
-        let n = self.n;
-        let m = &self.m[..n];
-        // Two rows per pass (n is even): q1 comes from what limb i+1 will hold after row i and
-        // the carry out of limb i, computed ahead on copies.
-        for i in (0..n).step_by(2) {
-            // q makes limb i vanish mod 2^52 (only its low 52 bits matter to madd52lo).
-            let q0 = V::zero().madd52lo(t[i], self.k0);
-            let c0 = t[i].madd52lo(m[0], q0).shr::<52>();
-            let t1 = t[i + 1].madd52lo(m[1], q0).madd52hi(m[0], q0).add(c0);
-            let q1 = V::zero().madd52lo(t1, self.k0);
-            mac_row2(&mut t[i..i + n + 2], m, q0, q1);
-            let c = t[i].shr::<52>();
-            t[i + 1] = t[i + 1].add(c);
-            let c = t[i + 1].shr::<52>();
-            t[i + 2] = t[i + 2].add(c);
+    fn mul(&self, a: &[V; N], b: &[V; N], r: &mut [V; N]) {
+        if N > 32 {
+            return self.mul_one_pass(a, b, r);
         }
-        r.copy_from_slice(&t[n..2 * n]);
-        normalize(r);
+        let m = &self.m;
+        let mut acc = [V::zero(); N];
+        for &bi in b.iter() {
+            unroll!(V: j in 0..N, {
+                acc[j] = acc[j].madd52lo(a[j], bi);
+            });
+            let q = V::zero().madd52lo(acc[0], self.k0);
+            unroll!(V: j in 0..N, {
+                acc[j] = acc[j].madd52lo(m[j], q);
+            });
+            let carry = acc[0].shr::<52>();
+            unroll!(V: j in 0..N, {
+                let next = if j + 1 < N { acc[j + 1] } else { V::zero() };
+                acc[j] = next.madd52hi(a[j], bi).madd52hi(m[j], q);
+            });
+            acc[0] = acc[0].add(carry);
+        }
+        normalize(&mut acc);
+        *r = acc;
     }
 
-    /// r = a·b/R mod m, below 2m, for a, b below 2m (or a < R and b < m).
+    /// [`Self::mul`] for accumulators that do not fit in registers: a single pass per row in
+    /// which each accumulator takes the low halves of its own column and the high halves of
+    /// the column below, moving down one limb as it goes, so each limb costs one load and
+    /// one store per row.
     #[inline(always)]
-    fn mul(&self, a: &[V], b: &[V], t: &mut [V], r: &mut [V]) {
-        let n = self.n;
-        let a = &a[..n];
-        t.fill(V::zero());
-        for (i, pair) in b[..n].chunks_exact(2).enumerate() {
-            mac_row2(&mut t[2 * i..2 * i + n + 2], a, pair[0], pair[1]);
+    fn mul_one_pass(&self, a: &[V; N], b: &[V; N], r: &mut [V; N]) {
+        let m = &self.m;
+        let mut acc = [V::zero(); N];
+        for &bi in b.iter() {
+            let low = acc[0].madd52lo(a[0], bi);
+            let q = V::zero().madd52lo(low, self.k0);
+            let carry = low.madd52lo(m[0], q).shr::<52>();
+            unroll!(V: j in 1..N, {
+                acc[j - 1] = acc[j]
+                    .madd52lo(a[j], bi)
+                    .madd52lo(m[j], q)
+                    .madd52hi(a[j - 1], bi)
+                    .madd52hi(m[j - 1], q);
+            });
+            acc[N - 1] = V::zero().madd52hi(a[N - 1], bi).madd52hi(m[N - 1], q);
+            acc[0] = acc[0].add(carry);
         }
-        self.redc(t, r);
+        normalize(&mut acc);
+        *r = acc;
     }
 
-    /// r = a²/R mod m, below 2m, for a below 2m: each cross product once, doubled, then the
-    /// squares on the diagonal. Rows go in pairs (i, i+1) through `mac_row2`, which also
-    /// multiplies a[i+1] by itself once; that square is doubled with the cross products, so the
-    /// diagonal pass takes it away once for odd limbs instead of adding it.
+    /// r = a²/R mod m, below 2m, for a below 2m: `mul(a, a)` (why there is no dedicated
+    /// squaring yet: ARCHITECTURE.md, multi-buffer kernel).
     #[inline(always)]
-    fn sqr(&self, a: &[V], t: &mut [V], r: &mut [V]) {
-        let n = self.n;
-        let a = &a[..n];
-        t.fill(V::zero());
-        // Cross products a[i]·a[j], j > i, land from limb 2i+1 on.
-        for i in (0..n).step_by(2) {
-            mac_row2(&mut t[2 * i + 1..i + n + 2], &a[i + 1..], a[i], a[i + 1]);
-        }
-        for x in t.iter_mut() {
-            *x = x.shl::<1>();
-        }
-        for (k, (pair, &ak)) in t.chunks_exact_mut(2).zip(a).enumerate() {
-            let lo = V::zero().madd52lo(ak, ak);
-            let hi = V::zero().madd52hi(ak, ak);
-            if k % 2 == 1 {
-                // a[k]² is in the doubled sum twice (k is the second row of a pair: public).
-                pair[0] = pair[0].sub(lo);
-                pair[1] = pair[1].sub(hi);
-            } else {
-                pair[0] = pair[0].add(lo);
-                pair[1] = pair[1].add(hi);
-            }
-        }
-        self.redc(t, r);
+    fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
+        self.mul(a, a, r)
     }
 
-    /// x = x − m when x ≥ m (x normalised, below 2^(52n)), in constant time.
+    /// x − m when x ≥ m, else x (x normalised, below 2^(52N)), in constant time.
     #[inline(always)]
-    fn sub_if_ge(&self, x: &mut [V], d: &mut [V]) {
+    fn sub_if_ge(&self, x: &[V; N]) -> [V; N] {
         let mask = V::splat(MASK52);
         let mut borrow = V::zero();
-        for j in 0..self.n {
+        let mut d = [V::zero(); N];
+        for j in 0..N {
             let t = x[j].sub(self.m[j]).sub(borrow);
             borrow = t.shr::<63>();
             d[j] = t.and(mask);
         }
         // borrow = 1: x < m, keep x.
         let keep_x = borrow.eq_mask(V::splat(1));
-        for j in 0..self.n {
-            x[j] = select(keep_x, x[j], d[j]);
+        for j in 0..N {
+            d[j] = select(keep_x, x[j], d[j]);
         }
+        d
     }
 
-    /// R² mod m, fully reduced. With 52n = s·2^k (s odd): x = 2^(52n + s) mod m = R·2^s by
-    /// 52n + s modular doublings of 1, then k Montgomery squarings, each of which doubles the
-    /// power of 2 above R (R·2^a → R·2^(2a)), ending at R·2^(52n) = R². Public-count loops.
+    /// R² mod m, fully reduced. With 52N = s·2^k (s odd): x = 2^(52N + s) mod m = R·2^s by
+    /// 52N + s modular doublings of 1, then k Montgomery squarings, each of which doubles the
+    /// power of 2 above R (R·2^a → R·2^(2a)), ending at R·2^(52N) = R². Public-count loops.
     #[inline(always)]
-    fn r_squared(&self, t: &mut [V], x: &mut [V], y: &mut [V]) {
-        let n = self.n;
-        let bits = 52 * n;
+    fn r_squared(&self) -> [V; N] {
+        let bits = 52 * N;
         let k = bits.trailing_zeros() as usize;
         let s = bits >> k;
-        // x = 2^(52n + s) mod m by doubling 1 with a conditional subtraction each time.
-        x.fill(V::zero());
+        let mut x = [V::zero(); N];
         x[0] = V::splat(1);
         for _ in 0..bits + s {
             for v in x.iter_mut() {
                 *v = v.shl::<1>();
             }
-            normalize(x);
-            self.sub_if_ge(x, y);
+            normalize(&mut x);
+            x = self.sub_if_ge(&x);
         }
-        // x = R·2^s; each squaring: R·2^a → R·2^(2a); after k of them, R·2^(52n) = R².
+        let mut y = [V::zero(); N];
         for _ in 0..k {
-            self.sqr(x, t, y);
-            x.copy_from_slice(y);
+            self.sqr(&x, &mut y);
+            x = y;
         }
-        self.sub_if_ge(x, y);
+        self.sub_if_ge(&x)
     }
 }
 
@@ -205,11 +203,114 @@ fn neg_inv52(m0: u64) -> u64 {
 /// Lane-interleaved numbers as the kernel's entry points take them: `limbs[j][lane]`.
 pub(crate) type Interleaved = [[u64; 8]];
 
-/// out = base^exp mod m in every lane.
-/// - `m`: n limbs of 52 bits per lane, odd, above 1;
-/// - `base`: n limbs of 52 bits per lane, below 2^(52n) (need not be reduced);
+/// out = base^exp mod m in every lane, with `N` limbs:
+/// - `m`: N limbs of 52 bits per lane, odd, above 1;
+/// - `base`: N limbs of 52 bits per lane, below 2^(52N) (need not be reduced);
 /// - `exp`: 64-bit words per lane, little-endian; only the low `exp_bits` bits are read;
-/// - `out`: n limbs, fully reduced (below m).
+/// - `out`: N limbs, fully reduced (below m).
+#[inline(always)]
+fn exp_n<V: Lanes, const N: usize>(
+    m: &Interleaved,
+    base: &Interleaved,
+    exp: &Interleaved,
+    exp_bits: usize,
+    out: &mut Interleaved,
+) {
+    let mut k0 = [0u64; 8];
+    for (lane, k) in k0.iter_mut().enumerate() {
+        *k = neg_inv52(m[0][lane]);
+    }
+    let mut md = Modulus::<V, N> {
+        m: [V::zero(); N],
+        k0: V::from_array(k0),
+    };
+    // −m⁻¹ mod 2^52 gives away the primes mod 2^52: no copy outlives the call.
+    k0.zeroize();
+    for (v, l) in md.m.iter_mut().zip(m) {
+        *v = V::from_array(*l);
+    }
+    // The working numbers live on the heap: a caller may be an OpenSSL async job, whose
+    // stack is small.
+    let mut table = vec![[V::zero(); N]; TABLE];
+    let mut bufs = vec![[V::zero(); N]; 5];
+    let [acc, tmp, sel, x, rr] = &mut bufs[..] else {
+        unreachable!("five buffers")
+    };
+    // Results alternate between two buffers: swapping the references copies nothing.
+    let (mut acc, mut tmp) = (acc, tmp);
+    *rr = md.r_squared();
+    for (v, l) in x.iter_mut().zip(base) {
+        *v = V::from_array(*l);
+    }
+
+    // table[0] = R mod m (one), table[1] = base·R mod m, table[i] = table[i-1]·table[1].
+    let mut one = [V::zero(); N];
+    one[0] = V::splat(1);
+    md.mul(rr, &one, &mut table[0]);
+    md.mul(x, rr, &mut table[1]);
+    for i in 2..TABLE {
+        let (done, rest) = table.split_at_mut(i);
+        md.mul(&done[i - 1], &done[1], &mut rest[0]);
+    }
+
+    // Windows from the top; the first takes the leftover bits (exp_bits mod WINDOW).
+    let windows = exp_bits.div_ceil(WINDOW);
+    let mut digits = [0u64; 8];
+    let mut idx = [V::zero()];
+    for win in (0..windows).rev() {
+        let lo = win * WINDOW;
+        let width = WINDOW.min(exp_bits - lo);
+        for (lane, v) in digits.iter_mut().enumerate() {
+            *v = window_bits(exp, lane, lo, width);
+        }
+        idx[0] = V::from_array(digits);
+        let idx = idx[0];
+        if win + 1 < windows {
+            for _ in 0..WINDOW {
+                md.sqr(acc, tmp);
+                core::mem::swap(&mut acc, &mut tmp);
+            }
+        }
+        // Full table scan: every entry is read, the lane's own is kept by mask.
+        *sel = table[0];
+        for (i, entry) in table.iter().enumerate().skip(1) {
+            let i = V::splat(i as u64);
+            for (s, &e) in sel.iter_mut().zip(entry) {
+                *s = s.take_where_eq(idx, i, e);
+            }
+        }
+        if win + 1 < windows {
+            md.mul(acc, sel, tmp);
+            core::mem::swap(&mut acc, &mut tmp);
+        } else {
+            *acc = *sel;
+        }
+    }
+    if windows == 0 {
+        *acc = table[0]; // exponent of no bits: one
+    }
+
+    // Leave Montgomery form (result ≤ m) and subtract m once if needed.
+    md.mul(acc, &one, sel);
+    *acc = md.sub_if_ge(sel);
+    for (o, v) in out.iter_mut().zip(acc.iter()) {
+        *o = v.to_array();
+    }
+
+    for t in table.iter_mut() {
+        wipe(t);
+    }
+    for buf in bufs.iter_mut().chain([&mut md.m]) {
+        wipe(buf);
+    }
+    // The exponent's window values (digits of dp and dq) and the lanes' −m⁻¹.
+    let mut k0 = [md.k0];
+    wipe(&mut idx);
+    wipe(&mut k0);
+    digits.zeroize();
+}
+
+/// [`exp_n`] for the limb count of `m` (one of `Size::limbs52`).
 #[inline(always)]
 fn exp_impl<V: Lanes>(
     m: &Interleaved,
@@ -218,102 +319,13 @@ fn exp_impl<V: Lanes>(
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    let n = m.len();
-    // Rows go in pairs (`mac_row2`): every size has an even limb count (`Size::limbs52`).
-    assert!(n % 2 == 0, "the kernel takes an even number of limbs");
-    let mut k0 = [0u64; 8];
-    for (lane, k) in k0.iter_mut().enumerate() {
-        *k = neg_inv52(m[0][lane]);
+    match m.len() {
+        10 => exp_n::<V, 10>(m, base, exp, exp_bits, out),
+        20 => exp_n::<V, 20>(m, base, exp, exp_bits, out),
+        30 => exp_n::<V, 30>(m, base, exp, exp_bits, out),
+        40 => exp_n::<V, 40>(m, base, exp, exp_bits, out),
+        n => panic!("the kernel takes 10, 20, 30 or 40 limbs, not {n}"),
     }
-    let ctx = Ctx {
-        n,
-        m: m.iter().map(|l| V::from_array(*l)).collect(),
-        k0: V::from_array(k0),
-    };
-    // −m⁻¹ mod 2^52 gives away the primes mod 2^52: no copy outlives the call.
-    k0.zeroize();
-    let mut t = vec![V::zero(); 2 * n];
-    let mut rr = vec![V::zero(); n];
-    let mut acc = vec![V::zero(); n];
-    let mut tmp = vec![V::zero(); n];
-    let mut sel = vec![V::zero(); n];
-    let mut table = vec![V::zero(); TABLE * n];
-    ctx.r_squared(&mut t, &mut rr, &mut tmp);
-
-    // table[0] = R mod m (one), table[1] = base·R mod m, table[i] = table[i-1]·table[1].
-    let x: Vec<V> = base.iter().map(|l| V::from_array(*l)).collect();
-    let mut one = vec![V::zero(); n];
-    one[0] = V::splat(1);
-    ctx.mul(&rr, &one, &mut t, &mut tmp);
-    table[..n].copy_from_slice(&tmp);
-    ctx.mul(&x, &rr, &mut t, &mut tmp);
-    table[n..2 * n].copy_from_slice(&tmp);
-    for i in 2..TABLE {
-        let (done, rest) = table.split_at_mut(i * n);
-        ctx.mul(
-            &done[(i - 1) * n..],
-            &done[n..2 * n],
-            &mut t,
-            &mut rest[..n],
-        );
-    }
-
-    // Windows from the top; the first takes the leftover bits (exp_bits mod WINDOW).
-    let windows = exp_bits.div_ceil(WINDOW);
-    let mut digits = [0u64; 8];
-    let mut idx = [V::zero()];
-    for w in (0..windows).rev() {
-        let lo = w * WINDOW;
-        let width = WINDOW.min(exp_bits - lo);
-        for (lane, v) in digits.iter_mut().enumerate() {
-            *v = window_bits(exp, lane, lo, width);
-        }
-        idx[0] = V::from_array(digits);
-        let idx = idx[0];
-        if w + 1 < windows {
-            for _ in 0..WINDOW {
-                ctx.sqr(&acc, &mut t, &mut tmp);
-                core::mem::swap(&mut acc, &mut tmp); // buffers trade places: no copy
-            }
-        }
-        // Full table scan: every entry is read, the lane's own is kept by mask.
-        sel.fill(V::zero());
-        for (i, entry) in table.chunks_exact(n).enumerate() {
-            let hit = idx.eq_mask(V::splat(i as u64));
-            for (s, &e) in sel.iter_mut().zip(entry) {
-                *s = s.or(hit.and(e));
-            }
-        }
-        if w + 1 < windows {
-            ctx.mul(&acc, &sel, &mut t, &mut tmp);
-            core::mem::swap(&mut acc, &mut tmp);
-        } else {
-            acc.copy_from_slice(&sel);
-        }
-    }
-    if windows == 0 {
-        acc.copy_from_slice(&table[..n]); // exponent of no bits: one
-    }
-
-    // Leave Montgomery form (result ≤ m) and subtract m once if needed.
-    ctx.mul(&acc, &one, &mut t, &mut tmp);
-    ctx.sub_if_ge(&mut tmp, &mut acc);
-    for (o, v) in out.iter_mut().zip(tmp.iter()) {
-        *o = v.to_array();
-    }
-
-    let Ctx { mut m, k0, .. } = ctx;
-    let mut k0 = [k0];
-    let mut x = x;
-    for buf in [
-        &mut t, &mut rr, &mut acc, &mut tmp, &mut sel, &mut table, &mut m, &mut x,
-    ] {
-        wipe(buf);
-    }
-    // The exponent's window values (digits of dp and dq) and the lanes' −m⁻¹.
-    wipe(&mut idx);
-    wipe(&mut k0);
-    digits.zeroize();
 }
 
 /// `width` (≤ 64) bits of lane `lane`'s exponent from bit `lo` up (positions are public).

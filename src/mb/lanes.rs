@@ -15,6 +15,9 @@ pub const MASK52: u64 = (1 << 52) - 1;
 
 /// Eight lanes of 64 bits. All methods are lane-wise and constant time.
 pub trait Lanes: Copy {
+    /// Whether the kernel's limb loops are written out straight (`kernel::unroll!`): for the
+    /// IFMA registers; the portable lanes keep loops (tests only, and quick to compile).
+    const UNROLL: bool;
     fn zero() -> Self;
     fn splat(x: u64) -> Self;
     fn from_array(a: [u64; 8]) -> Self;
@@ -37,6 +40,12 @@ pub trait Lanes: Copy {
     fn madd52hi(self, b: Self, c: Self) -> Self;
     /// All ones in the lanes where `self == o`, zero elsewhere.
     fn eq_mask(self, o: Self) -> Self;
+    /// `e` in the lanes where `a == b`, `self` elsewhere (a table scan's step: one masked move
+    /// on AVX-512).
+    #[inline(always)]
+    fn take_where_eq(self, a: Self, b: Self, e: Self) -> Self {
+        select(a.eq_mask(b), e, self)
+    }
 }
 
 /// `a` where `mask` is all ones, `b` where it is zero.
@@ -76,6 +85,7 @@ fn product52(b: u64, c: u64) -> u128 {
 }
 
 impl Lanes for Portable {
+    const UNROLL: bool = false;
     #[inline(always)]
     fn zero() -> Self {
         Portable([0; 8])
@@ -175,6 +185,7 @@ mod ifma {
     // `#[target_feature(enable = "avx512f,avx512ifma")]` entry points, which `mb::Engine`
     // calls only after `ifma_available()` returned true, so the instructions exist here.
     impl Lanes for Ifma {
+        const UNROLL: bool = true;
         #[inline(always)]
         fn zero() -> Self {
             Ifma(unsafe { _mm512_setzero_si512() })
@@ -236,6 +247,13 @@ mod ifma {
             unsafe {
                 let k = _mm512_cmpeq_epi64_mask(self.0, o.0);
                 Ifma(_mm512_maskz_mov_epi64(k, _mm512_set1_epi64(-1)))
+            }
+        }
+        #[inline(always)]
+        fn take_where_eq(self, a: Self, b: Self, e: Self) -> Self {
+            unsafe {
+                let k = _mm512_cmpeq_epi64_mask(a.0, b.0);
+                Ifma(_mm512_mask_mov_epi64(self.0, k, e.0))
             }
         }
     }

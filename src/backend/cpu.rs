@@ -67,9 +67,9 @@ impl CpuBackend {
         let mut workers = Vec::with_capacity(queues);
         for i in 0..queues {
             let s = shared.clone();
-            let h = std::thread::Builder::new()
-                .name(format!("kae-cpu-{i}"))
-                .spawn(move || worker_loop(&s, i))?;
+            let h = crate::ffi::fork::spawn_settled(format!("kae-cpu-{i}"), move || {
+                worker_loop(&s, i)
+            })?;
             workers.push(h);
         }
         Ok(CpuBackend {

@@ -108,9 +108,7 @@ impl Gather {
             completer,
         });
         let s = shared.clone();
-        let h = std::thread::Builder::new()
-            .name(name.to_string())
-            .spawn(move || flusher_loop(&s))?;
+        let h = crate::ffi::fork::spawn_settled(name.to_string(), move || flusher_loop(&s))?;
         Ok(Gather {
             shared,
             flusher: Mutex::new(Some(h)),

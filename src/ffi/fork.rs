@@ -114,6 +114,26 @@ pub fn register_atfork(
     unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
 }
 
+/// Spawns a named thread and returns once it runs `f`, i.e. once std's setup of the new
+/// thread is over. That setup takes a lock inside std (its stack-guard bookkeeping) that a
+/// fork at that moment would leave held in the child, where every thread started later
+/// blocks on it for good. Callers spawn while holding a lock that the fork handlers take, so
+/// no fork happens while a kae thread is still starting.
+pub fn spawn_settled<F: FnOnce() + Send + 'static>(
+    name: String,
+    f: F,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+    let h = std::thread::Builder::new().name(name).spawn(move || {
+        let _ = tx.send(());
+        f()
+    })?;
+    // An error means the thread ended before sending, i.e. it does not run `f`.
+    rx.recv()
+        .map_err(|_| std::io::Error::other("a new thread ended before it started"))?;
+    Ok(h)
+}
+
 /// Test helper: forks; the child runs `child` and leaves with `_exit(0)` when it returns
 /// true, `_exit(1)` otherwise (2 on panic); the parent waits at most `limit` (then kills it).
 /// Returns the child's exit code, or an error for a hang or a signal.

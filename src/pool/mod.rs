@@ -224,10 +224,7 @@ impl Pool {
         });
         if polled {
             let p = pool.clone();
-            match std::thread::Builder::new()
-                .name("kae-poller".into())
-                .spawn(move || p.poller_loop())
-            {
+            match crate::ffi::fork::spawn_settled("kae-poller".into(), move || p.poller_loop()) {
                 Ok(h) => *pool.poller.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
                 Err(e) => {
                     pool.backend.shutdown();
@@ -342,6 +339,10 @@ impl Pool {
 static CURRENT: ForkMutex<Option<Arc<Pool>>> = ForkMutex::new(None);
 /// Serialises starting and stopping the pool. Taken before `CURRENT` when both are held.
 static START_LOCK: ForkMutex<()> = ForkMutex::new(());
+/// Held while a stopping pool joins its threads, so a fork waits until they are gone: a
+/// thread's exit, like its start (`ffi::fork::spawn_settled`), passes through a lock inside
+/// std that the child must not inherit held. Taken by fork first, before `START_LOCK`.
+static JOIN_LOCK: ForkMutex<()> = ForkMutex::new(());
 /// Live provider instances; the last teardown stops the pool.
 static USERS: AtomicUsize = AtomicUsize::new(0);
 static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
@@ -349,26 +350,29 @@ static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
 /// A fork waits until no other thread holds the pool's locks, so a child never inherits one
 /// held by a thread it does not have (it would block on it forever).
 extern "C" fn before_fork() {
+    JOIN_LOCK.lock_for_fork();
     START_LOCK.lock_for_fork();
     CURRENT.lock_for_fork();
     crate::backend::hpre::session::lock_for_fork();
 }
 
 extern "C" fn after_fork_parent() {
-    // SAFETY: this thread took both in `before_fork` and holds no guard.
+    // SAFETY: this thread took them in `before_fork` and holds no guard.
     unsafe {
         crate::backend::hpre::session::unlock_in_parent();
         CURRENT.unlock_in_parent();
         START_LOCK.unlock_in_parent();
+        JOIN_LOCK.unlock_in_parent();
     }
 }
 
 extern "C" fn after_fork_child() {
-    // SAFETY: in the child right after fork; `before_fork` took both; no guard is alive.
+    // SAFETY: in the child right after fork; `before_fork` took them; no guard is alive.
     unsafe {
         crate::backend::hpre::session::reset_in_child();
         CURRENT.reset_in_child();
         START_LOCK.reset_in_child();
+        JOIN_LOCK.reset_in_child();
     }
 }
 
@@ -404,8 +408,10 @@ fn stop_current() {
     let Some(pool) = pool else {
         return;
     };
-    // Outside the locks: a fork meanwhile need not wait for the workers to finish.
+    // Outside the pool's locks (a request may finish meanwhile), but a fork waits for the
+    // threads to be gone (`JOIN_LOCK`).
     if pool.pid == std::process::id() {
+        let _joining = JOIN_LOCK.lock();
         pool.shutdown();
     } else {
         // Started by our parent before fork: its threads do not exist here and its locks may

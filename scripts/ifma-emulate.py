@@ -689,16 +689,22 @@ def self_test(emu):
     heap.reset()
 
 
-def run_case(emu, cases_dir, c, lanes, image=None):
-    """Runs the IFMA entry on case c; returns (IFMA output, portable output) as bytes."""
-    n, er, exp_bits = c["limbs"], c["exp_rows"], c["exp_bits"]
+def read_case(cases_dir, c, lanes):
+    """Case c's modulus, base, exponent and portable result, as bytes in the kernel's layout."""
+    n, er = c["limbs"], c["exp_rows"]
     row = 8 * lanes
     with open(os.path.join(cases_dir, c["file"]), "rb") as f:
         blob = f.read()
     m, b = blob[: n * row], blob[n * row : 2 * n * row]
     e = blob[2 * n * row : (2 * n + er) * row]
-    want = blob[(2 * n + er) * row :]
-    if len(want) != n * row:
+    return m, b, e, blob[(2 * n + er) * row :]
+
+
+def run_case(emu, cases_dir, c, lanes, image=None):
+    """Runs the IFMA entry on case c; returns (IFMA output, portable output) as bytes."""
+    n, exp_bits = c["limbs"], c["exp_bits"]
+    m, b, e, want = read_case(cases_dir, c, lanes)
+    if len(want) != n * 8 * lanes:
         raise EmuError(f"{c['name']}: truncated case file")
     emu.heap.reset()
     emu.import_calls.clear()
@@ -783,13 +789,8 @@ def run_peer_case(emu, cases_dir, c, lanes, count):
     wrong (below about 970 bits at 1024, 2010 at 2048; right at 988 and 2028: tried); the
     caller compares only the lanes whose modulus has the case's size. The count does not depend
     on the values (crypto_mb's exponentiation runs the same instructions whatever they are)."""
-    n, er, exp_bits = c["limbs"], c["exp_rows"], c["exp_bits"]
-    row = 8 * lanes
-    with open(os.path.join(cases_dir, c["file"]), "rb") as f:
-        blob = f.read()
-    m, b = blob[: n * row], blob[n * row : 2 * n * row]
-    e = blob[2 * n * row : (2 * n + er) * row]
-    want = blob[(2 * n + er) * row :]
+    n, exp_bits = c["limbs"], c["exp_bits"]
+    m, b, e, want = read_case(cases_dir, c, lanes)
     sym = emu.peer.symbols
     emu.heap.reset()
     pm, pb, pe, po = (emu.heap.alloc(len(x), 64) for x in (m, b, e, want))

@@ -19,8 +19,7 @@
 //!
 //! Bounds (why no limb overflows): in a multiplication each row adds four terms below 2^52 to
 //! every accumulator limb, and a limb lives through at most N rows: below 4N·2^52 plus carries
-//! below 2^12, under 2^60 for N ≤ 40. A squaring's product limb collects at most 2N terms
-//! below 2^52, doubled, plus the diagonal and the reduction's 2N: the same bound.
+//! below 2^12, under 2^60 for N ≤ 40. A squaring is a multiplication: the same bound.
 
 use super::lanes::{select, Lanes, MASK52};
 use zeroize::Zeroize;

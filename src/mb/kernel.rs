@@ -19,7 +19,8 @@
 //!
 //! Bounds (why no limb overflows): in a multiplication each row adds four terms below 2^52 to
 //! every accumulator limb, and a limb lives through at most N rows: below 4N·2^52 plus carries
-//! below 2^12, under 2^60 for N ≤ 40. A squaring is a multiplication: the same bound.
+//! below 2^12, under 2^60 for N ≤ 40. A squaring adds at most as many terms per row as a
+//! multiplication: the same bound.
 
 use super::lanes::{select, Lanes, MASK52};
 use zeroize::Zeroize;
@@ -32,7 +33,7 @@ const TABLE: usize = 1 << WINDOW;
 /// `$V::UNROLL`: every index a constant, so the accumulators are values the compiler keeps
 /// in registers (the optimiser alone stops unrolling short of 30 and 40 limbs).
 macro_rules! unroll {
-    ($V:ty: $i:ident in $from:literal..$n:expr, $body:block) => {
+    ($V:ty: $i:ident in $from:tt..$n:expr, $body:block) => {
         if <$V as Lanes>::UNROLL {
             unroll!(@ $i, $from, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20
                 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39);
@@ -40,7 +41,7 @@ macro_rules! unroll {
             for $i in $from..$n $body
         }
     };
-    (@ $i:ident, $from:literal, $n:expr, $body:block, $($k:literal)*) => {{
+    (@ $i:ident, $from:tt, $n:expr, $body:block, $($k:literal)*) => {{
         $(
             if $from <= $k && $k < $n {
                 let $i: usize = $k;
@@ -49,6 +50,20 @@ macro_rules! unroll {
         )*
     }};
 }
+
+/// [`unroll!`] for at most [`SQR_UNROLL_MAX`] iterations (the squaring's rows and columns).
+macro_rules! unroll_short {
+    ($V:ty: $i:ident in $from:tt..$n:expr, $body:block) => {
+        if <$V as Lanes>::UNROLL {
+            unroll!(@ $i, $from, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19);
+        } else {
+            for $i in $from..$n $body
+        }
+    };
+}
+
+/// Largest limb count whose squaring is written out row by row (beyond it, `mul(a, a)`).
+const SQR_UNROLL_MAX: usize = 20;
 
 /// Overwrites `v` with zeros in a way the optimiser keeps (secrets must not outlive a call).
 #[inline(always)]
@@ -137,11 +152,54 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
         *r = acc;
     }
 
-    /// r = a²/R mod m, below 2m, for a below 2m: `mul(a, a)` (why there is no dedicated
-    /// squaring yet: ARCHITECTURE.md, multi-buffer kernel).
+    /// r = a²/R mod m, below 2m, for a below 2m, normalised. Rows as in [`Self::mul`], but each
+    /// cross product a_i·a_j is taken once, doubled, in row min(i, j): row i multiplies a_i by
+    /// the limbs i.. of a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...), so a·a costs N(N+1) products
+    /// instead of 2N². The reduction and q are unchanged, hence the result is `mul(a, a)`'s,
+    /// bit for bit. Written out for N ≤ [`SQR_UNROLL_MAX`] (the row's start is a constant
+    /// there); larger N use `mul(a, a)`.
     #[inline(always)]
     fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
-        self.mul(a, a, r)
+        if N > SQR_UNROLL_MAX {
+            return self.mul(a, a, r);
+        }
+        let m = &self.m;
+        let mask = V::splat(MASK52);
+        // d = 2a, normalised; a < 2^(52N-1), so 2a needs no limb N.
+        let mut d = [V::zero(); N];
+        unroll_short!(V: j in 0..N, {
+            d[j] = a[j].shl::<1>().and(mask);
+            if j > 0 {
+                d[j] = d[j].or(a[j - 1].shr::<51>());
+            }
+        });
+        let mut acc = [V::zero(); N];
+        unroll_short!(V: i in 0..N, {
+            let ai = a[i];
+            // Row i multiplies a_i by a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...): limb i is a_i, limb
+            // i+1 the low 52 bits of 2·a_(i+1) (no carry in from a_i), limbs above are d's.
+            let low_double = if i + 1 < N { a[i + 1].shl::<1>().and(mask) } else { V::zero() };
+            unroll_short!(V: j in i..N, {
+                let t = if j == i { ai } else if j == i + 1 { low_double } else { d[j] };
+                acc[j] = acc[j].madd52lo(ai, t);
+            });
+            let q = V::zero().madd52lo(acc[0], self.k0);
+            unroll_short!(V: j in 0..N, {
+                acc[j] = acc[j].madd52lo(m[j], q);
+            });
+            let carry = acc[0].shr::<52>();
+            unroll_short!(V: j in 0..N, {
+                let mut v = if j + 1 < N { acc[j + 1] } else { V::zero() };
+                if j >= i {
+                    let t = if j == i { ai } else if j == i + 1 { low_double } else { d[j] };
+                    v = v.madd52hi(ai, t);
+                }
+                acc[j] = v.madd52hi(m[j], q);
+            });
+            acc[0] = acc[0].add(carry);
+        });
+        normalize(&mut acc);
+        *r = acc;
     }
 
     /// x − m when x ≥ m, else x (x normalised, below 2^(52N)), in constant time.
@@ -394,3 +452,4 @@ mod tests {
         assert_eq!(window_bits(&exp, 2, 62, 5), 0);
     }
 }
+

@@ -19,7 +19,8 @@
 use super::gather::{BatchFn, Gather, Shape};
 use super::{Backend, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
-use crate::mb::{self, Engine, Lane, Size};
+use super::registry::BackendKind;
+use crate::mb::{self, Engine, PreparedLane, Size};
 use crate::pool::Completer;
 use crate::rsa::ct_limbs::{self, Limbs};
 use crate::rsa::RsaKey;
@@ -189,12 +190,36 @@ impl Backend for MbBackend {
     }
 }
 
-/// One request's CRT halves, ready as two lanes.
-struct Halves {
-    p: Limbs,
-    q: Limbs,
+/// What the kernel needs of a key, made at its first batch and kept with it
+/// (`backend::key_state`): both primes prepared (R² mod p and mod q, −p⁻¹ and −q⁻¹ mod 2^52)
+/// and the CRT exponents in the size class's width. Secret: wiped when the key goes.
+struct KeyLanes {
+    p: mb::Prepared,
+    q: mb::Prepared,
     dp: Limbs,
     dq: Limbs,
+}
+
+impl KeyLanes {
+    fn make(engine: Engine, key: &RsaKey, size: Size) -> KaeResult<KeyLanes> {
+        let w = size.words();
+        let (p, q) = (key.primes[0].to_limbs(w)?, key.primes[1].to_limbs(w)?);
+        let mut both = mb::Prepared::many(engine, size, &[&p, &q])?.into_iter();
+        let (Some(p), Some(q)) = (both.next(), both.next()) else {
+            unreachable!("two moduli prepared")
+        };
+        Ok(KeyLanes {
+            p,
+            q,
+            dp: key.exps[0].to_limbs(w)?,
+            dq: key.exps[1].to_limbs(w)?,
+        })
+    }
+}
+
+/// One request's CRT halves, ready as two lanes.
+struct Halves {
+    key: Arc<KeyLanes>,
     cp: Limbs,
     cq: Limbs,
 }
@@ -208,22 +233,26 @@ fn padded(x: &[u64], words: usize) -> KaeResult<Limbs> {
     Ok(v)
 }
 
-/// Reduces the blinded input mod p and mod q and gathers the key's CRT values as words of
-/// the size class (all in constant time: `ct_limbs`, `BN_bn2lebinpad`).
-fn halves(req: &Request, size: Size) -> KaeResult<Halves> {
+/// Reduces the blinded input mod p and mod q (in constant time: `ct_limbs`) and takes the
+/// key's lanes from its backend state, made here at the key's first batch.
+fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Halves> {
     let key = &req.key;
     let crt = key
         .mont()?
         .crt
         .as_ref()
         .ok_or(KaeError::MissingPrivateKey)?;
+    let lanes = key
+        .backend_state
+        .get_or_make_valid(
+            BackendKind::MultiBuffer,
+            |k: &KeyLanes| k.p.size() == size,
+            || KeyLanes::make(engine, key, size),
+        )?;
     let w = size.words();
     let x = crate::rsa::ops::limbs_from_be(key, &req.input)?;
     Ok(Halves {
-        p: key.primes[0].to_limbs(w)?,
-        q: key.primes[1].to_limbs(w)?,
-        dp: key.exps[0].to_limbs(w)?,
-        dq: key.exps[1].to_limbs(w)?,
+        key: lanes,
         cp: padded(&crt.lp.reduce(&x), w)?,
         cq: padded(&crt.lq.reduce(&x), w)?,
     })
@@ -288,26 +317,26 @@ impl Batcher {
     fn run_group(&self, batch: &mut [Request], size: Size, idx: &[usize]) {
         let mut ready: Vec<(usize, Halves)> = Vec::with_capacity(idx.len());
         for &i in idx {
-            match halves(&batch[i], size) {
+            match halves(&batch[i], size, self.engine) {
                 Ok(h) => ready.push((i, h)),
                 Err(e) => batch[i].result = Err(e),
             }
         }
         for chunk in ready.chunks(PER_CALL) {
-            let mut lanes: Vec<Lane> = Vec::with_capacity(2 * chunk.len());
+            let mut lanes: Vec<PreparedLane> = Vec::with_capacity(2 * chunk.len());
             for (_, h) in chunk {
-                lanes.push(Lane {
-                    modulus: &h.p,
+                lanes.push(PreparedLane {
+                    modulus: &h.key.p,
                     base: &h.cp,
-                    exp: &h.dp,
+                    exp: &h.key.dp,
                 });
-                lanes.push(Lane {
-                    modulus: &h.q,
+                lanes.push(PreparedLane {
+                    modulus: &h.key.q,
                     base: &h.cq,
-                    exp: &h.dq,
+                    exp: &h.key.dq,
                 });
             }
-            let out = mb::mod_exp_per_lane(self.engine, size, &lanes, size.bits());
+            let out = mb::mod_exp_prepared(self.engine, &lanes, size.bits());
             crate::stats::note_mb_batch(lanes.len());
             match out {
                 Ok(mut out) => {

@@ -260,42 +260,71 @@ fn neg_inv52(m0: u64) -> u64 {
 /// Lane-interleaved numbers as the kernel's entry points take them: `limbs[j][lane]`.
 pub(crate) type Interleaved = [[u64; 8]];
 
+/// The lanes' moduli as vectors, with their −m⁻¹ mod 2^52.
+#[inline(always)]
+fn modulus<V: Lanes, const N: usize>(m: &Interleaved, k0: &[u64; 8]) -> Modulus<V, N> {
+    let mut md = Modulus::<V, N> {
+        m: [V::zero(); N],
+        k0: V::from_array(*k0),
+    };
+    for (v, l) in md.m.iter_mut().zip(m) {
+        *v = V::from_array(*l);
+    }
+    md
+}
+
+/// −m⁻¹ mod 2^52 of each lane's modulus (`m`: 52-bit limbs, odd).
+pub(crate) fn neg_inv52_lanes(m: &Interleaved) -> [u64; 8] {
+    let mut k0 = [0u64; 8];
+    for (lane, k) in k0.iter_mut().enumerate() {
+        *k = neg_inv52(m[0][lane]);
+    }
+    k0
+}
+
+/// rr = R² mod m in every lane (R = 2^(52N)), fully reduced; `k0` from [`neg_inv52_lanes`].
+#[inline(always)]
+fn r_squared_n<V: Lanes, const N: usize>(m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
+    let mut md = modulus::<V, N>(m, k0);
+    let mut x = vec![md.r_squared()];
+    for (o, v) in rr.iter_mut().zip(x[0].iter()) {
+        *o = v.to_array();
+    }
+    // R² mod p gives p away; −m⁻¹ its low limb.
+    wipe(&mut x[0]);
+    wipe(&mut md.m);
+    wipe(core::slice::from_mut(&mut md.k0));
+}
+
 /// out = base^exp mod m in every lane, with `N` limbs:
-/// - `m`: N limbs of 52 bits per lane, odd, above 1;
+/// - `m`: N limbs of 52 bits per lane, odd, above 1; `k0` and `rr` its −m⁻¹ mod 2^52 and
+///   R² mod m ([`neg_inv52_lanes`], [`r_squared_n`]);
 /// - `base`: N limbs of 52 bits per lane, below 2^(52N) (need not be reduced);
 /// - `exp`: 64-bit words per lane, little-endian; only the low `exp_bits` bits are read;
 /// - `out`: N limbs, fully reduced (below m).
 #[inline(always)]
 fn exp_n<V: Lanes, const N: usize>(
     m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &Interleaved,
     base: &Interleaved,
     exp: &Interleaved,
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    let mut k0 = [0u64; 8];
-    for (lane, k) in k0.iter_mut().enumerate() {
-        *k = neg_inv52(m[0][lane]);
-    }
-    let mut md = Modulus::<V, N> {
-        m: [V::zero(); N],
-        k0: V::from_array(k0),
-    };
-    // −m⁻¹ mod 2^52 gives away the primes mod 2^52: no copy outlives the call.
-    k0.zeroize();
-    for (v, l) in md.m.iter_mut().zip(m) {
-        *v = V::from_array(*l);
-    }
+    let mut md = modulus::<V, N>(m, k0);
     // The working numbers live on the heap: a caller may be an OpenSSL async job, whose
     // stack is small.
     let mut table = vec![[V::zero(); N]; TABLE];
     let mut bufs = vec![[V::zero(); N]; 5];
-    let [acc, tmp, sel, x, rr] = &mut bufs[..] else {
+    let [acc, tmp, sel, x, rr_v] = &mut bufs[..] else {
         unreachable!("five buffers")
     };
     // Results alternate between two buffers: swapping the references copies nothing.
     let (mut acc, mut tmp) = (acc, tmp);
-    *rr = md.r_squared();
+    for (v, l) in rr_v.iter_mut().zip(rr) {
+        *v = V::from_array(*l);
+    }
     for (v, l) in x.iter_mut().zip(base) {
         *v = V::from_array(*l);
     }
@@ -303,8 +332,8 @@ fn exp_n<V: Lanes, const N: usize>(
     // table[0] = R mod m (one), table[1] = base·R mod m, table[i] = table[i-1]·table[1].
     let mut one = [V::zero(); N];
     one[0] = V::splat(1);
-    md.mul(rr, &one, &mut table[0]);
-    md.mul(x, rr, &mut table[1]);
+    md.mul(rr_v, &one, &mut table[0]);
+    md.mul(x, rr_v, &mut table[1]);
     for i in 2..TABLE {
         let (done, rest) = table.split_at_mut(i);
         md.mul(&done[i - 1], &done[1], &mut rest[0]);
@@ -361,28 +390,22 @@ fn exp_n<V: Lanes, const N: usize>(
         wipe(buf);
     }
     // The exponent's window values (digits of dp and dq) and the lanes' −m⁻¹.
-    let mut k0 = [md.k0];
     wipe(&mut idx);
-    wipe(&mut k0);
+    wipe(core::slice::from_mut(&mut md.k0));
     digits.zeroize();
 }
 
-/// [`exp_n`] for the limb count of `m` (one of `Size::limbs52`).
-#[inline(always)]
-fn exp_impl<V: Lanes>(
-    m: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
-    match m.len() {
-        10 => exp_n::<V, 10>(m, base, exp, exp_bits, out),
-        20 => exp_n::<V, 20>(m, base, exp, exp_bits, out),
-        30 => exp_n::<V, 30>(m, base, exp, exp_bits, out),
-        40 => exp_n::<V, 40>(m, base, exp, exp_bits, out),
-        n => panic!("the kernel takes 10, 20, 30 or 40 limbs, not {n}"),
-    }
+/// Calls `$f::<$V, N>($args)` for the limb count `$n` (one of `Size::limbs52`).
+macro_rules! by_limbs {
+    ($n:expr, $f:ident::<$V:ty>($($arg:expr),*)) => {
+        match $n {
+            10 => $f::<$V, 10>($($arg),*),
+            20 => $f::<$V, 20>($($arg),*),
+            30 => $f::<$V, 30>($($arg),*),
+            40 => $f::<$V, 40>($($arg),*),
+            n => panic!("the kernel takes 10, 20, 30 or 40 limbs, not {n}"),
+        }
+    };
 }
 
 /// `width` (≤ 64) bits of lane `lane`'s exponent from bit `lo` up (positions are public).
@@ -397,18 +420,35 @@ fn window_bits(exp: &Interleaved, lane: usize, lo: usize, width: usize) -> u64 {
     v & ((1u64 << width) - 1)
 }
 
-/// [`exp_impl`] on the portable lanes.
+/// [`r_squared_n`] on the portable lanes.
+pub(crate) fn r_squared_portable(m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
+    by_limbs!(m.len(), r_squared_n::<super::lanes::Portable>(m, k0, rr))
+}
+
+/// [`exp_n`] on the portable lanes.
 pub(crate) fn exp_portable(
     m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &Interleaved,
     base: &Interleaved,
     exp: &Interleaved,
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    exp_impl::<super::lanes::Portable>(m, base, exp, exp_bits, out)
+    by_limbs!(m.len(), exp_n::<super::lanes::Portable>(m, k0, rr, base, exp, exp_bits, out))
 }
 
-/// [`exp_impl`] on AVX-512 IFMA.
+/// [`r_squared_n`] on AVX-512 IFMA.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512 IFMA (`lanes::ifma_available()`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512ifma")]
+pub(crate) unsafe fn r_squared_ifma(m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
+    by_limbs!(m.len(), r_squared_n::<super::lanes::Ifma>(m, k0, rr))
+}
+
+/// [`exp_n`] on AVX-512 IFMA.
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512 IFMA (`lanes::ifma_available()`).
@@ -416,12 +456,14 @@ pub(crate) fn exp_portable(
 #[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) unsafe fn exp_ifma(
     m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &Interleaved,
     base: &Interleaved,
     exp: &Interleaved,
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    exp_impl::<super::lanes::Ifma>(m, base, exp, exp_bits, out)
+    by_limbs!(m.len(), exp_n::<super::lanes::Ifma>(m, k0, rr, base, exp, exp_bits, out))
 }
 
 #[cfg(test)]

@@ -158,7 +158,7 @@ fn interleave(lanes: &[&[u64]], words_to_limbs: bool, limbs: usize) -> Zeroizing
     v
 }
 
-/// Not API: the IFMA kernel on its own interleaved layout (`limbs[j][lane]`: 52-bit limbs for
+/// Not API: the IFMA kernel (R² mod m, then the exponentiation) on its own interleaved layout (`limbs[j][lane]`: 52-bit limbs for
 /// `m`, `base` and `out`, 64-bit words for `exp`), for `examples/ifma_emulate.rs`, which runs
 /// the compiled IFMA code under an instruction emulator (`scripts/ifma-emulate.sh`) and
 /// compares it with [`exp_portable_interleaved`]. No checks beyond the lengths: `m` must be
@@ -176,8 +176,13 @@ pub unsafe fn exp_ifma_interleaved(
     out: &mut [[u64; LANES]],
 ) {
     assert!(m.len() == base.len() && m.len() == out.len() && exp.len() * 64 >= exp_bits);
+    let k0 = kernel::neg_inv52_lanes(m);
+    let mut rr = vec![[0u64; LANES]; m.len()];
     // SAFETY: the caller's promise.
-    unsafe { kernel::exp_ifma(m, base, exp, exp_bits, out) }
+    unsafe {
+        kernel::r_squared_ifma(m, &k0, &mut rr);
+        kernel::exp_ifma(m, &k0, &rr, base, exp, exp_bits, out)
+    }
 }
 
 /// Not API: the portable twin of [`exp_ifma_interleaved`] (same layout and conditions).
@@ -190,7 +195,10 @@ pub fn exp_portable_interleaved(
     out: &mut [[u64; LANES]],
 ) {
     assert!(m.len() == base.len() && m.len() == out.len() && exp.len() * 64 >= exp_bits);
-    kernel::exp_portable(m, base, exp, exp_bits, out)
+    let k0 = kernel::neg_inv52_lanes(m);
+    let mut rr = vec![[0u64; LANES]; m.len()];
+    kernel::r_squared_portable(m, &k0, &mut rr);
+    kernel::exp_portable(m, &k0, &rr, base, exp, exp_bits, out)
 }
 
 /// `base^exp mod modulus` for each lane, fully reduced, as `size.words()` words each.
@@ -212,6 +220,8 @@ pub fn mod_exp(
 /// [`mod_exp`] with the modulus checked per lane: a lane whose modulus is even or 1 gets
 /// `InvalidModulus` and the other lanes their results (one bad key does not fail the call's
 /// other requests). The outer error is for what concerns the whole call (lane count, widths).
+/// Prepares the moduli in the same call; a caller that keeps them ([`Prepared`]) uses
+/// [`mod_exp_prepared`].
 pub fn mod_exp_per_lane(
     engine: Engine,
     size: Size,
@@ -221,37 +231,135 @@ pub fn mod_exp_per_lane(
     if lanes.is_empty() || lanes.len() > LANES {
         return Err(KaeError::InvalidLength);
     }
+    let moduli: Vec<&[u64]> = lanes.iter().map(|l| l.modulus).collect();
+    let prepared = Prepared::many(engine, size, &moduli)?;
+    let lanes: Vec<PreparedLane> = lanes
+        .iter()
+        .zip(&prepared)
+        .map(|(l, p)| PreparedLane {
+            modulus: p,
+            base: l.base,
+            exp: l.exp,
+        })
+        .collect();
+    mod_exp_prepared(engine, &lanes, exp_bits)
+}
+
+/// A modulus made ready for the kernel, once per key rather than once per call: its 52-bit
+/// limbs, −m⁻¹ mod 2^52 and R² mod m (R = 2^(52N)). For an RSA prime
+/// all three are secret: wiped when dropped.
+pub struct Prepared {
+    size: Size,
+    /// False for an even modulus or 1 (a broken key), replaced by 3 in the kernel.
+    usable: bool,
+    limbs: Zeroizing<Vec<u64>>,
+    k0: Zeroizing<u64>,
+    rr: Zeroizing<Vec<u64>>,
+}
+
+impl Prepared {
+    /// Prepares `moduli` (`size.words()` words each, at most 8) in one kernel call.
+    pub fn many(engine: Engine, size: Size, moduli: &[&[u64]]) -> KaeResult<Vec<Prepared>> {
+        let words = size.words();
+        if moduli.is_empty() || moduli.len() > LANES || moduli.iter().any(|m| m.len() != words) {
+            return Err(KaeError::InvalidLength);
+        }
+        // A bad modulus (a broken key: whether a prime is odd is no secret of a valid key) is
+        // replaced by 3, and its lanes' results by the error.
+        let mut three = vec![0u64; words];
+        three[0] = 3;
+        let mut one = vec![0u64; words];
+        one[0] = 1;
+        let usable: Vec<bool> = moduli
+            .iter()
+            .map(|m| {
+                let odd = m[0] & 1;
+                let is_one = ct_limbs::eq(m, &one);
+                ct_limbs::declassify_u64(odd & (is_one ^ 1)) == 1
+            })
+            .collect();
+        let moduli: Vec<&[u64]> = moduli
+            .iter()
+            .zip(&usable)
+            .map(|(&m, &ok)| if ok { m } else { &three[..] })
+            .collect();
+        let n = size.limbs52();
+        let m = interleave(&moduli, true, n);
+        let mut k0 = Zeroizing::new(kernel::neg_inv52_lanes(&m));
+        let mut rr = Zeroizing::new(vec![[0u64; LANES]; n]);
+        match engine {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: an `Engine::Ifma` exists only after `ifma_available()` returned true.
+            Engine::Ifma(_) => unsafe { kernel::r_squared_ifma(&m, &k0, &mut rr) },
+            #[cfg(not(target_arch = "x86_64"))]
+            Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
+            Engine::Portable => kernel::r_squared_portable(&m, &k0, &mut rr),
+        }
+        let lane_of = |v: &kernel::Interleaved, lane: usize| -> Zeroizing<Vec<u64>> {
+            Zeroizing::new(v.iter().map(|limb| limb[lane]).collect())
+        };
+        let out = usable
+            .iter()
+            .enumerate()
+            .map(|(lane, &usable)| Prepared {
+                size,
+                usable,
+                limbs: lane_of(&m, lane),
+                k0: Zeroizing::new(k0[lane]),
+                rr: lane_of(&rr, lane),
+            })
+            .collect();
+        k0.zeroize();
+        Ok(out)
+    }
+
+    pub fn size(&self) -> Size {
+        self.size
+    }
+}
+
+/// One lane of [`mod_exp_prepared`]: `base^exp mod modulus`, the modulus prepared.
+#[derive(Clone, Copy)]
+pub struct PreparedLane<'a> {
+    pub modulus: &'a Prepared,
+    pub base: &'a [u64],
+    pub exp: &'a [u64],
+}
+
+/// [`mod_exp_per_lane`] on prepared moduli (all of one size): no R² in the call.
+pub fn mod_exp_prepared(
+    engine: Engine,
+    lanes: &[PreparedLane<'_>],
+    exp_bits: usize,
+) -> KaeResult<Vec<KaeResult<Limbs>>> {
+    let Some(first) = lanes.first() else {
+        return Err(KaeError::InvalidLength);
+    };
+    let size = first.modulus.size;
     let words = size.words();
-    let exp_words = lanes[0].exp.len();
-    if exp_words * 64 < exp_bits {
+    let exp_words = first.exp.len();
+    if lanes.len() > LANES || exp_words * 64 < exp_bits {
         return Err(KaeError::InvalidLength);
     }
     for l in lanes {
-        if l.modulus.len() != words || l.base.len() != words || l.exp.len() != exp_words {
+        if l.modulus.size != size || l.base.len() != words || l.exp.len() != exp_words {
             return Err(KaeError::InvalidLength);
         }
     }
-    // A bad modulus (a broken key: whether a prime is odd is no secret of a valid key) is
-    // replaced by 3 in the kernel, and its lane's result by the error.
-    let mut three = vec![0u64; words];
-    three[0] = 3;
-    let usable: Vec<bool> = lanes
-        .iter()
-        .map(|l| {
-            let odd = l.modulus[0] & 1;
-            let mut one = Zeroizing::new(vec![0u64; words]);
-            one[0] = 1;
-            let is_one = ct_limbs::eq(l.modulus, &one);
-            ct_limbs::declassify_u64(odd & (is_one ^ 1)) == 1
-        })
-        .collect();
     let n = size.limbs52();
-    let moduli: Vec<&[u64]> = lanes
-        .iter()
-        .zip(&usable)
-        .map(|(l, &ok)| if ok { l.modulus } else { &three[..] })
-        .collect();
-    let m = interleave(&moduli, true, n);
+    // Lanes past `lanes.len()` repeat lane 0.
+    let lane = |i: usize| &lanes[if i < lanes.len() { i } else { 0 }];
+    let mut m = Zeroizing::new(vec![[0u64; LANES]; n]);
+    let mut rr = Zeroizing::new(vec![[0u64; LANES]; n]);
+    let mut k0 = Zeroizing::new([0u64; LANES]);
+    for i in 0..LANES {
+        let p = lane(i).modulus;
+        for j in 0..n {
+            m[j][i] = p.limbs[j];
+            rr[j][i] = p.rr[j];
+        }
+        k0[i] = *p.k0;
+    }
     let b = interleave(&lanes.iter().map(|l| l.base).collect::<Vec<_>>(), true, n);
     let e = interleave(
         &lanes.iter().map(|l| l.exp).collect::<Vec<_>>(),
@@ -262,20 +370,20 @@ pub fn mod_exp_per_lane(
     match engine {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: an `Engine::Ifma` exists only after `ifma_available()` returned true.
-        Engine::Ifma(_) => unsafe { kernel::exp_ifma(&m, &b, &e, exp_bits, &mut out) },
+        Engine::Ifma(_) => unsafe { kernel::exp_ifma(&m, &k0, &rr, &b, &e, exp_bits, &mut out) },
         #[cfg(not(target_arch = "x86_64"))]
         Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
-        Engine::Portable => kernel::exp_portable(&m, &b, &e, exp_bits, &mut out),
+        Engine::Portable => kernel::exp_portable(&m, &k0, &rr, &b, &e, exp_bits, &mut out),
     }
     let mut results = Vec::with_capacity(lanes.len());
     let mut limbs = Zeroizing::new(vec![0u64; n]);
-    for lane in 0..lanes.len() {
-        for (j, l) in limbs.iter_mut().enumerate() {
-            *l = out[j][lane];
+    for (i, l) in lanes.iter().enumerate() {
+        for (j, x) in limbs.iter_mut().enumerate() {
+            *x = out[j][i];
         }
         let mut w: Limbs = Zeroizing::new(vec![0u64; words]);
         repack(&limbs, 52, &mut w, 64);
-        results.push(if usable[lane] {
+        results.push(if l.modulus.usable {
             Ok(w)
         } else {
             Err(KaeError::InvalidModulus)

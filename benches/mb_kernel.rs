@@ -10,19 +10,30 @@
 //! - `<engine>-4req-1call`: the p and q halves of 4 requests in ONE call of 8 lanes:
 //!   µs per request = iteration time / 4.
 //!
-//! Each lane is `c^dp mod p` or `c^dq mod q` with the key's p, q, dmp1, dmq1 and the base
-//! `c mod p` / `c mod q` computed beforehand. So the kernel's figures cover the
-//! exponentiations (with `mb::mod_exp`'s conversions to and from radix 2^52) but not the
-//! reductions of c, the CRT recombination, blinding or the fault check that a complete private
-//! operation adds; OpenSSL's figure covers all of those. Before timing, the 1-call shape is
-//! checked: its results, recombined, must equal OpenSSL's output for the same inputs.
+//! - `crypto_mb-8req-crt` (when Intel's crypto_mb can be loaded, see below): its whole 8-request
+//!   CRT private operation, `mbx_rsa_private_crt_mb8`, on the same 8 inputs and key: µs per
+//!   request = iteration time / 8. The peer users would pick instead (QAT_Engine's `qat_sw`).
+//!
+//! Each kae lane is `c^dp mod p` or `c^dq mod q` with the key's p, q, dmp1, dmq1 and the base
+//! `c mod p` / `c mod q` computed beforehand, the primes prepared once (R² mod p and q, as the
+//! backend keeps them per key: `mb::Prepared`). So the kernel's figures cover the
+//! exponentiations (with `mb::mod_exp_prepared`'s conversions to and from radix 2^52) but not
+//! the reductions of c, the CRT recombination, blinding or the fault check that a complete
+//! private operation adds; OpenSSL's figure covers all of those, crypto_mb's all but blinding
+//! and the fault check (it gets more work than kae's column: kae / crypto_mb understates kae).
+//! Before timing, the 1-call shape is checked: its results, recombined, must equal OpenSSL's
+//! output for the same inputs; crypto_mb's 8 outputs must equal OpenSSL's too.
+//!
+//! crypto_mb is a yardstick only: loaded at run time with dlopen from `CRYPTO_MB_LIB`, else
+//! `../shared/reference/crypto_mb/lib/libcrypto_mb.so.12.1` from the repository root (see its
+//! README). kae never links it. Missing, or on a CPU without IFMA: its column says why.
 //!
 //! The engine is AVX-512 IFMA when this CPU has it. Without it the bench says so and measures
 //! the portable reference engine (plain u64, slow, never used in production) so that it still
 //! runs; its rows are labelled `portable`.
 //!
-//! At the end it prints a table of criterion's medians (µs per request and the ratio
-//! OpenSSL / kernel). Under `--test` every benchmark runs once and the table shows those single
+//! At the end it prints a table of criterion's medians (µs per request, the ratio
+//! OpenSSL / kernel and kae / crypto_mb as speeds). Under `--test` every benchmark runs once and the table shows those single
 //! runs instead, marked as such.
 //!
 //! Run: `cargo bench --bench mb_kernel`; `MB_BENCH_SIZES=2048,4096` limits the sizes (RSA
@@ -30,7 +41,7 @@
 //! smoke run.
 
 use criterion::{Criterion, SamplingMode, Throughput};
-use kae::mb::{self, Engine, Lane, Size};
+use kae::mb::{self, Engine, Lane, PreparedLane, Size};
 use openssl::bn::{BigNum, BigNumContext, BigNumRef};
 use openssl::rsa::{Padding, Rsa};
 use std::collections::HashMap;
@@ -45,6 +56,7 @@ const BATCH: usize = 8;
 const HALF_BATCH: usize = mb::LANES / 2;
 
 const ID_OPENSSL: &str = "openssl-private";
+const ID_CRYPTO_MB: &str = "crypto_mb-8req-crt";
 
 /// Per-iteration times (ns) of every timed call, by `<group>/<id>`: the table's source under
 /// `--test`, where criterion stores no estimates.
@@ -81,6 +93,14 @@ struct Half {
 }
 
 impl Half {
+    fn prepared_lane<'a>(&'a self, prepared: &'a mb::Prepared, request: usize) -> PreparedLane<'a> {
+        PreparedLane {
+            modulus: prepared,
+            base: &self.bases[request],
+            exp: &self.exp,
+        }
+    }
+
     fn lane(&self, request: usize) -> Lane<'_> {
         Lane {
             modulus: &self.modulus,
@@ -202,6 +222,167 @@ impl Case {
     }
 }
 
+/// Intel's crypto_mb, loaded at run time (a yardstick for this bench: never linked).
+mod crypto_mb {
+    use super::{words, Case, BATCH};
+    use std::ffi::{c_int, c_void, CString};
+
+    type CrtFn = unsafe extern "C" fn(
+        from: *const *const u8,
+        to: *const *mut u8,
+        p: *const *const u64,
+        q: *const *const u64,
+        dp: *const *const u64,
+        dq: *const *const u64,
+        iq: *const *const u64,
+        bits: c_int,
+        method: *const c_void,
+        buf: *mut u8,
+    ) -> u32;
+    type MethodFn = unsafe extern "C" fn(bits: c_int) -> *const c_void;
+    type BufSizeFn = unsafe extern "C" fn(method: *const c_void) -> c_int;
+
+    /// The three functions of `rsa.h` this bench calls.
+    pub struct Lib {
+        crt: CrtFn,
+        method: MethodFn,
+        buf_size: BufSizeFn,
+    }
+
+    /// `CRYPTO_MB_LIB`, else the reference build next to the repository.
+    fn path() -> String {
+        std::env::var("CRYPTO_MB_LIB").unwrap_or_else(|_| {
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../shared/reference/crypto_mb/lib/libcrypto_mb.so.12.1"
+            )
+            .to_string()
+        })
+    }
+
+    pub fn load() -> Result<Lib, String> {
+        let path = path();
+        let c = CString::new(path.clone()).map_err(|e| e.to_string())?;
+        // SAFETY: dlopen/dlsym with NUL-terminated names; the handle is never closed, so the
+        // function pointers stay valid for the process; their types are rsa.h's prototypes.
+        unsafe {
+            let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+            if h.is_null() {
+                return Err(format!("cannot load {path} (set CRYPTO_MB_LIB)"));
+            }
+            let sym = |name: &str| -> Result<*mut c_void, String> {
+                let n = CString::new(name).unwrap();
+                let f = libc::dlsym(h, n.as_ptr());
+                if f.is_null() {
+                    Err(format!("{path}: no {name}"))
+                } else {
+                    Ok(f)
+                }
+            };
+            Ok(Lib {
+                crt: std::mem::transmute::<*mut c_void, CrtFn>(sym("mbx_rsa_private_crt_mb8")?),
+                method: std::mem::transmute::<*mut c_void, MethodFn>(sym(
+                    "mbx_RSA_private_crt_Method",
+                )?),
+                buf_size: std::mem::transmute::<*mut c_void, BufSizeFn>(sym(
+                    "mbx_RSA_Method_BufSize",
+                )?),
+            })
+        }
+    }
+
+    /// One case's 8 requests in crypto_mb's layout, ready to run.
+    pub struct Crt {
+        crt: CrtFn,
+        method: *const c_void,
+        bits: c_int,
+        buf: Vec<u8>,
+        // Owned values; the pointer arrays below point into them.
+        _values: Vec<Vec<u64>>,
+        _inputs: Vec<Vec<u8>>,
+        outputs: Vec<Vec<u8>>,
+        from: Vec<*const u8>,
+        to: Vec<*mut u8>,
+        key: [Vec<*const u64>; 5],
+    }
+
+    impl Crt {
+        pub fn new(lib: &Lib, case: &Case) -> Result<Crt, String> {
+            let bits = case.bits as c_int;
+            // SAFETY: a plain call; null means no method for this size.
+            let method = unsafe { (lib.method)(bits) };
+            if method.is_null() {
+                return Err(format!("no method for RSA-{bits}"));
+            }
+            // SAFETY: `method` came from crypto_mb.
+            let len = unsafe { (lib.buf_size)(method) };
+            let rsa = &case.rsa;
+            // Each value in 64-bit little-endian words, with a spare word (crypto_mb reads
+            // whole words past the half size).
+            let w = case.size.words() + 1;
+            let comps = [
+                rsa.p().unwrap(),
+                rsa.q().unwrap(),
+                rsa.dmp1().unwrap(),
+                rsa.dmq1().unwrap(),
+                rsa.iqmp().unwrap(),
+            ];
+            let values: Vec<Vec<u64>> = comps.iter().map(|v| words(v, w)).collect();
+            let inputs: Vec<Vec<u8>> = case.inputs.clone();
+            let mut outputs: Vec<Vec<u8>> = vec![vec![0u8; rsa.size() as usize]; BATCH];
+            let from = inputs.iter().map(|v| v.as_ptr()).collect();
+            let to = outputs.iter_mut().map(|v| v.as_mut_ptr()).collect();
+            let key = std::array::from_fn(|k| vec![values[k].as_ptr(); BATCH]);
+            let mut c = Crt {
+                crt: lib.crt,
+                method,
+                bits,
+                buf: vec![0u8; len.max(0) as usize],
+                _values: values,
+                _inputs: inputs,
+                outputs,
+                from,
+                to,
+                key,
+            };
+            let status = c.run();
+            if status != 0 {
+                return Err(format!(
+                    "mbx_rsa_private_crt_mb8 status {status:#x} (no AVX-512 IFMA?)"
+                ));
+            }
+            let mut want = vec![0u8; rsa.size() as usize];
+            for (i, got) in c.outputs.iter().enumerate() {
+                case.openssl_private(&case.inputs[i], &mut want);
+                if *got != want {
+                    return Err(format!("its request {i} differs from OpenSSL's"));
+                }
+            }
+            Ok(c)
+        }
+
+        /// The 8 requests once; crypto_mb's status (0: all lanes done).
+        pub fn run(&mut self) -> u32 {
+            // SAFETY: every pointer points into a buffer this value owns, of the sizes
+            // crypto_mb reads and writes for `bits` (the work buffer from its BufSize).
+            unsafe {
+                (self.crt)(
+                    self.from.as_ptr(),
+                    self.to.as_ptr(),
+                    self.key[0].as_ptr(),
+                    self.key[1].as_ptr(),
+                    self.key[2].as_ptr(),
+                    self.key[3].as_ptr(),
+                    self.key[4].as_ptr(),
+                    self.bits,
+                    self.method,
+                    self.buf.as_mut_ptr(),
+                )
+            }
+        }
+    }
+}
+
 fn sizes() -> Vec<u32> {
     let Ok(v) = std::env::var("MB_BENCH_SIZES") else {
         return vec![2048, 3072, 4096];
@@ -231,7 +412,7 @@ fn group_name(bits: u32) -> String {
     format!("mb_kernel-rsa{bits}")
 }
 
-fn bench_case(c: &mut Criterion, case: &Case, engine: Engine) {
+fn bench_case(c: &mut Criterion, case: &Case, engine: Engine, peer: Option<&mut crypto_mb::Crt>) {
     let group = group_name(case.bits);
     let mut g = c.benchmark_group(group.as_str());
     // The portable engine takes a good fraction of a second per call: a fixed iteration count
@@ -255,16 +436,36 @@ fn bench_case(c: &mut Criterion, case: &Case, engine: Engine) {
     });
 
     let exp_bits = case.exp_bits();
-    let p_lanes: Vec<Lane> = (0..BATCH).map(|i| case.p.lane(i)).collect();
-    let q_lanes: Vec<Lane> = (0..BATCH).map(|i| case.q.lane(i)).collect();
+    let prepared = mb::Prepared::many(engine, case.size, &[&case.p.modulus, &case.q.modulus])
+        .expect("mb::Prepared::many");
+    let (pp, pq) = (&prepared[0], &prepared[1]);
+    let p_lanes: Vec<PreparedLane> = (0..BATCH).map(|i| case.p.prepared_lane(pp, i)).collect();
+    let q_lanes: Vec<PreparedLane> = (0..BATCH).map(|i| case.q.prepared_lane(pq, i)).collect();
+    let lanes: Vec<PreparedLane> = (0..HALF_BATCH)
+        .map(|i| case.p.prepared_lane(pp, i))
+        .chain((0..HALF_BATCH).map(|i| case.q.prepared_lane(pq, i)))
+        .collect();
+    // The prepared path gives what the unprepared one gives (checked against OpenSSL).
+    let checked = mb::mod_exp(engine, case.size, &case.one_call_lanes(), exp_bits).unwrap();
+    let got: Vec<_> = mb::mod_exp_prepared(engine, &lanes, exp_bits)
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        got.iter().zip(&checked).all(|(a, b)| a[..] == b[..]),
+        "RSA-{}: prepared moduli give other results",
+        case.bits
+    );
+
     let id = id_two_calls(engine);
     g.throughput(Throughput::Elements(BATCH as u64));
     g.bench_function(id.as_str(), |b| {
         b.iter_custom(|iters| {
             let t = Instant::now();
             for _ in 0..iters {
-                let rp = mb::mod_exp(engine, case.size, black_box(&p_lanes), exp_bits).unwrap();
-                let rq = mb::mod_exp(engine, case.size, black_box(&q_lanes), exp_bits).unwrap();
+                let rp = mb::mod_exp_prepared(engine, black_box(&p_lanes), exp_bits).unwrap();
+                let rq = mb::mod_exp_prepared(engine, black_box(&q_lanes), exp_bits).unwrap();
                 black_box((rp, rq));
             }
             let e = t.elapsed();
@@ -273,20 +474,34 @@ fn bench_case(c: &mut Criterion, case: &Case, engine: Engine) {
         })
     });
 
-    let lanes = case.one_call_lanes();
     let id = id_one_call(engine);
     g.throughput(Throughput::Elements(HALF_BATCH as u64));
     g.bench_function(id.as_str(), |b| {
         b.iter_custom(|iters| {
             let t = Instant::now();
             for _ in 0..iters {
-                black_box(mb::mod_exp(engine, case.size, black_box(&lanes), exp_bits).unwrap());
+                black_box(mb::mod_exp_prepared(engine, black_box(&lanes), exp_bits).unwrap());
             }
             let e = t.elapsed();
             record(&group, &id, iters, e);
             e
         })
     });
+
+    if let Some(peer) = peer {
+        g.throughput(Throughput::Elements(BATCH as u64));
+        g.bench_function(ID_CRYPTO_MB, |b| {
+            b.iter_custom(|iters| {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    peer.run();
+                }
+                let e = t.elapsed();
+                record(&group, ID_CRYPTO_MB, iters, e);
+                e
+            })
+        });
+    }
     g.finish();
 }
 
@@ -390,15 +605,20 @@ fn summary(cases: &[Case], engine: Engine, source: Source, missing_ifma: Option<
     let two = format!("kernel {BATCH}req/2calls");
     let one = format!("kernel {HALF_BATCH}req/1call");
     println!(
-        "{:<9} {:<12} {:>12} {:>20} {:>9} {:>20} {:>9}",
-        "size", "engine", "OpenSSL", two, "ratio", one, "ratio"
+        "{:<9} {:<12} {:>9} {:>19} {:>6} {:>18} {:>6} {:>15} {:>10}",
+        "size", "engine", "OpenSSL", two, "ratio", one, "ratio", "crypto_mb crt", "kae/cmb"
     );
     for case in cases {
         let o = per_request(case.bits, ID_OPENSSL, 1);
         let k2 = per_request(case.bits, &id_two_calls(engine), BATCH);
         let k1 = per_request(case.bits, &id_one_call(engine), HALF_BATCH);
+        let cmb = per_request(case.bits, ID_CRYPTO_MB, BATCH);
+        let best = match (k1, k2) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         println!(
-            "{:<9} {:<12} {:>12} {:>20} {:>9} {:>20} {:>9}",
+            "{:<9} {:<12} {:>9} {:>19} {:>6} {:>18} {:>6} {:>15} {:>10}",
             format!("RSA-{}", case.bits),
             engine.name(),
             fmt_us(o),
@@ -406,8 +626,14 @@ fn summary(cases: &[Case], engine: Engine, source: Source, missing_ifma: Option<
             fmt_ratio(o, k2),
             fmt_us(k1),
             fmt_ratio(o, k1),
+            fmt_us(cmb),
+            fmt_ratio(cmb, best),
         );
     }
+    println!(
+        "kae/cmb = crypto_mb µs/request ÷ kae's faster shape (above 1: kae faster; crypto_mb's \
+         figure includes the reductions and recombination kae's does not)"
+    );
     println!("ratio = OpenSSL µs/op ÷ kernel µs/op (above 1: the kernel's share is faster)");
 }
 
@@ -445,13 +671,25 @@ fn main() {
         .output_directory(&dir)
         .configure_from_args();
 
+    let lib = crypto_mb::load();
+    let mut peer_notes = Vec::new();
     let mut cases = Vec::new();
     for bits in sizes() {
         let case = Case::new(bits);
         if !list {
             case.verify(engine);
         }
-        bench_case(&mut c, &case, engine);
+        let mut peer = match &lib {
+            Ok(lib) => {
+                crypto_mb::Crt::new(lib, &case).map_err(|e| format!("crypto_mb, RSA-{bits}: {e}"))
+            }
+            Err(e) => Err(format!("crypto_mb: {e}")),
+        };
+        match &peer {
+            Err(e) if !peer_notes.contains(e) => peer_notes.push(e.clone()),
+            _ => {}
+        }
+        bench_case(&mut c, &case, engine, peer.as_mut().ok());
         cases.push(case);
     }
     c.final_summary();
@@ -465,4 +703,7 @@ fn main() {
         Source::Criterion(dir, start)
     };
     summary(&cases, engine, source, missing.as_deref());
+    for note in peer_notes {
+        println!("{note}: no crypto_mb column");
+    }
 }

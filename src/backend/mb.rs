@@ -17,9 +17,9 @@
 //! lone requests with nothing else in flight are computed inline by the caller.
 
 use super::gather::{BatchFn, Gather, Shape};
+use super::registry::BackendKind;
 use super::{Backend, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
-use super::registry::BackendKind;
 use crate::mb::{self, Engine, PreparedLane, Size};
 use crate::pool::Completer;
 use crate::rsa::ct_limbs::{self, Limbs};
@@ -242,13 +242,11 @@ fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Halves> {
         .crt
         .as_ref()
         .ok_or(KaeError::MissingPrivateKey)?;
-    let lanes = key
-        .backend_state
-        .get_or_make_valid(
-            BackendKind::MultiBuffer,
-            |k: &KeyLanes| k.p.size() == size,
-            || KeyLanes::make(engine, key, size),
-        )?;
+    let lanes = key.backend_state.get_or_make_valid(
+        BackendKind::MultiBuffer,
+        |k: &KeyLanes| k.p.size() == size,
+        || KeyLanes::make(engine, key, size),
+    )?;
     let w = size.words();
     let x = crate::rsa::ops::limbs_from_be(key, &req.input)?;
     Ok(Halves {

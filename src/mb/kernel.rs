@@ -435,7 +435,10 @@ pub(crate) fn exp_portable(
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    by_limbs!(m.len(), exp_n::<super::lanes::Portable>(m, k0, rr, base, exp, exp_bits, out))
+    by_limbs!(
+        m.len(),
+        exp_n::<super::lanes::Portable>(m, k0, rr, base, exp, exp_bits, out)
+    )
 }
 
 /// [`r_squared_n`] on AVX-512 IFMA.
@@ -463,7 +466,10 @@ pub(crate) unsafe fn exp_ifma(
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    by_limbs!(m.len(), exp_n::<super::lanes::Ifma>(m, k0, rr, base, exp, exp_bits, out))
+    by_limbs!(
+        m.len(),
+        exp_n::<super::lanes::Ifma>(m, k0, rr, base, exp, exp_bits, out)
+    )
 }
 
 #[cfg(test)]
@@ -494,4 +500,3 @@ mod tests {
         assert_eq!(window_bits(&exp, 2, 62, 5), 0);
     }
 }
-

@@ -95,43 +95,15 @@ pub(crate) struct Modulus<V: Lanes, const N: usize> {
 
 impl<V: Lanes, const N: usize> Modulus<V, N> {
     /// r = a·b/R mod m, below 2m, for a, b below 2m (or a < R and b < m). One row per limb
-    /// b_i on the accumulators (limbs i..i+N of the running sum): the low halves of a·b_i,
-    /// q making limb 0 vanish, the low halves of q·m, then the high halves of both one limb
-    /// down (the division by 2^52, folded into that pass so no limb is copied on its own).
-    /// Up to 30 limbs the compiler keeps the accumulators in vector registers; 40 of them do
-    /// not fit in the 32 registers, and one pass per row (`mul_one_pass`) costs less there.
+    /// b_i on the accumulators (limbs i..i+N of the running sum), in a single pass: q makes
+    /// limb 0 vanish, then each accumulator takes the low halves of its own column (a_j·b_i,
+    /// m_j·q) and the high halves of the column below, moving down one limb as it goes (the
+    /// division by 2^52). The terms of q come last in each limb: they wait for q. Each limb of
+    /// a and m is loaded once per row (when written out, the compiler keeps the one below), so
+    /// loads stay at half the products: on Zen 4 a separate pass for the high halves was
+    /// load-bound (ARCHITECTURE.md, multi-buffer kernel).
     #[inline(always)]
     fn mul(&self, a: &[V; N], b: &[V; N], r: &mut [V; N]) {
-        if N > 32 {
-            return self.mul_one_pass(a, b, r);
-        }
-        let m = &self.m;
-        let mut acc = [V::zero(); N];
-        for &bi in b.iter() {
-            unroll!(V: j in 0..N, {
-                acc[j] = acc[j].madd52lo(a[j], bi);
-            });
-            let q = V::zero().madd52lo(acc[0], self.k0);
-            unroll!(V: j in 0..N, {
-                acc[j] = acc[j].madd52lo(m[j], q);
-            });
-            let carry = acc[0].shr::<52>();
-            unroll!(V: j in 0..N, {
-                let next = if j + 1 < N { acc[j + 1] } else { V::zero() };
-                acc[j] = next.madd52hi(a[j], bi).madd52hi(m[j], q);
-            });
-            acc[0] = acc[0].add(carry);
-        }
-        normalize(&mut acc);
-        *r = acc;
-    }
-
-    /// [`Self::mul`] for accumulators that do not fit in registers: a single pass per row in
-    /// which each accumulator takes the low halves of its own column and the high halves of
-    /// the column below, moving down one limb as it goes, so each limb costs one load and
-    /// one store per row.
-    #[inline(always)]
-    fn mul_one_pass(&self, a: &[V; N], b: &[V; N], r: &mut [V; N]) {
         let m = &self.m;
         let mut acc = [V::zero(); N];
         for &bi in b.iter() {
@@ -141,8 +113,8 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             unroll!(V: j in 1..N, {
                 acc[j - 1] = acc[j]
                     .madd52lo(a[j], bi)
-                    .madd52lo(m[j], q)
                     .madd52hi(a[j - 1], bi)
+                    .madd52lo(m[j], q)
                     .madd52hi(m[j - 1], q);
             });
             acc[N - 1] = V::zero().madd52hi(a[N - 1], bi).madd52hi(m[N - 1], q);
@@ -157,11 +129,11 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     /// the limbs i.. of a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...), so a·a costs N(N+1) products
     /// instead of 2N². The reduction and q are unchanged, hence the result is `mul(a, a)`'s,
     /// bit for bit. Written out for N ≤ [`SQR_UNROLL_MAX`] (the row's start is a constant
-    /// there); larger N use `mul(a, a)`.
+    /// there); larger N loop ([`Self::sqr_one_pass`]).
     #[inline(always)]
     fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
         if N > SQR_UNROLL_MAX {
-            return self.mul(a, a, r);
+            return self.sqr_one_pass(a, r);
         }
         let m = &self.m;
         let mask = V::splat(MASK52);
@@ -179,25 +151,113 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             // Row i multiplies a_i by a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...): limb i is a_i, limb
             // i+1 the low 52 bits of 2·a_(i+1) (no carry in from a_i), limbs above are d's.
             let low_double = if i + 1 < N { a[i + 1].shl::<1>().and(mask) } else { V::zero() };
-            unroll_short!(V: j in i..N, {
-                let t = if j == i { ai } else if j == i + 1 { low_double } else { d[j] };
-                acc[j] = acc[j].madd52lo(ai, t);
-            });
-            let q = V::zero().madd52lo(acc[0], self.k0);
-            unroll_short!(V: j in 0..N, {
-                acc[j] = acc[j].madd52lo(m[j], q);
-            });
-            let carry = acc[0].shr::<52>();
-            unroll_short!(V: j in 0..N, {
-                let mut v = if j + 1 < N { acc[j + 1] } else { V::zero() };
-                if j >= i {
-                    let t = if j == i { ai } else if j == i + 1 { low_double } else { d[j] };
-                    v = v.madd52hi(ai, t);
+            let t = |j: usize| {
+                if j == i {
+                    ai
+                } else if j == i + 1 {
+                    low_double
+                } else {
+                    d[j]
                 }
-                acc[j] = v.madd52hi(m[j], q);
+            };
+            // One pass per row as in `mul`, the terms of q last (they wait for it).
+            let mut low = acc[0];
+            if i == 0 {
+                low = low.madd52lo(ai, ai);
+            }
+            let q = V::zero().madd52lo(low, self.k0);
+            let carry = low.madd52lo(m[0], q).shr::<52>();
+            unroll_short!(V: j in 1..N, {
+                let mut v = acc[j];
+                if j >= i {
+                    v = v.madd52lo(t(j), ai);
+                }
+                if j > i {
+                    v = v.madd52hi(t(j - 1), ai);
+                }
+                acc[j - 1] = v.madd52lo(m[j], q).madd52hi(m[j - 1], q);
             });
+            acc[N - 1] = V::zero().madd52hi(t(N - 1), ai).madd52hi(m[N - 1], q);
             acc[0] = acc[0].add(carry);
         });
+        normalize(&mut acc);
+        *r = acc;
+    }
+
+    /// [`Self::sqr`] for accumulators that do not fit in registers, one pass per row as
+    /// [`Self::mul`]: the row's start is not a constant here, so the pass is split
+    /// where row i's terms begin (limb i: a_i, limb i+1: the low bits of 2·a_(i+1), limbs above
+    /// from `d` = 2a).
+    #[inline(always)]
+    fn sqr_one_pass(&self, a: &[V; N], r: &mut [V; N]) {
+        let m = &self.m;
+        let mask = V::splat(MASK52);
+        let mut d = [V::zero(); N];
+        d[0] = a[0].shl::<1>().and(mask);
+        for j in 1..N {
+            d[j] = a[j].shl::<1>().and(mask).or(a[j - 1].shr::<51>());
+        }
+        let mut acc = [V::zero(); N];
+        for i in 0..N {
+            let ai = a[i];
+            let low_double = if i + 1 < N {
+                a[i + 1].shl::<1>().and(mask)
+            } else {
+                V::zero()
+            };
+            // Limb j of row i's multiplier (j ≥ i).
+            let t = |j: usize| {
+                if j == i {
+                    ai
+                } else if j == i + 1 {
+                    low_double
+                } else {
+                    d[j]
+                }
+            };
+            let mut low = acc[0];
+            if i == 0 {
+                low = low.madd52lo(ai, ai);
+            }
+            let q = V::zero().madd52lo(low, self.k0);
+            let carry = low.madd52lo(m[0], q).shr::<52>();
+            // Limbs below the row's start: the reduction's terms only.
+            // Each limb of m and d is loaded once per row: the one below is carried along.
+            let mut m_below = m[0];
+            for j in 1..i.max(1) {
+                let mj = m[j];
+                acc[j - 1] = acc[j].madd52lo(mj, q).madd52hi(m_below, q);
+                m_below = mj;
+            }
+            if i >= 1 {
+                acc[i - 1] = acc[i]
+                    .madd52lo(ai, ai)
+                    .madd52lo(m[i], q)
+                    .madd52hi(m[i - 1], q);
+            }
+            // Limbs i+1 and i+2 take a_i and the low double; above, d's limbs only.
+            for j in i + 1..(i + 3).min(N) {
+                acc[j - 1] = acc[j]
+                    .madd52lo(t(j), ai)
+                    .madd52hi(t(j - 1), ai)
+                    .madd52lo(m[j], q)
+                    .madd52hi(m[j - 1], q);
+            }
+            let start = (i + 3).min(N);
+            let (mut d_below, mut m_below) = (d[start - 1], m[start - 1]);
+            for j in start..N {
+                let (dj, mj) = (d[j], m[j]);
+                acc[j - 1] = acc[j]
+                    .madd52lo(dj, ai)
+                    .madd52hi(d_below, ai)
+                    .madd52lo(mj, q)
+                    .madd52hi(m_below, q);
+                d_below = dj;
+                m_below = mj;
+            }
+            acc[N - 1] = V::zero().madd52hi(t(N - 1), ai).madd52hi(m[N - 1], q);
+            acc[0] = acc[0].add(carry);
+        }
         normalize(&mut acc);
         *r = acc;
     }

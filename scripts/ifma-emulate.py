@@ -18,7 +18,7 @@ import, or any other exception, is a failure with the faulting address.
 Before the cases: one vpmadd52luq/huq pair checked against Python (the emulator's own
 arithmetic), and two control runs that must go wrong: with XCR0 lacking the opmask/ZMM state
 the kernel must raise #UD inside r_squared_ifma or exp_ifma (what runs is the AVX-512 code), and a second copy of
-the binary with every vpmadd52luq of exp_ifma turned into vpmadd52huq must give a different
+the binary with every vpmadd52luq of exp_ifma_n turned into vpmadd52huq must give a different
 result (a wrong IFMA result is seen).
 
 --count (per case, off by default: it makes the emulation 10-15x slower): a hook on every
@@ -536,26 +536,29 @@ class Emulator:
         raise EmuError(f"the code called the import {name}, which is not emulated")
 
     def _mutate(self):
-        """Turns every vpmadd52luq of exp_ifma in the mutant copy into a vpmadd52huq (the
-        kernel has code of its own per size, so one changed instruction would only be seen by
-        one size); returns the offset of the first and how many were changed."""
-        # The kernel itself: its public wrapper (exp_ifma_interleaved) is a function of its
-        # own in builds without cross-crate inlining.
-        fn = [(a, size, name) for a, size, name in self.image.funcs
-              if short_name(name) == "kae::mb::kernel::exp_ifma"]
-        if len(fn) != 1:
-            raise EmuError(f"expected one exp_ifma function in the binary, found {len(fn)}")
-        start, size, _ = fn[0]
-        code = self.mem.read(self.mutant.base + start, size)
-        # EVEX (62 P0 P1 P2): map 0F38 (P0 & 3 = 2), W1 and 66 (P1 & 0x83 = 0x81), opcode B4.
-        at = [i for i in range(len(code) - 5)
-              if code[i] == 0x62 and code[i + 1] & 3 == 2 and code[i + 2] & 0x83 == 0x81
-              and code[i + 4] == 0xB4]
-        if not at:
-            raise EmuError("no vpmadd52luq found in exp_ifma")
-        for i in at:
-            self.mem.write(self.mutant.base + start + i + 4, b"\xb5")
-        return at[0], len(at)
+        """Turns every vpmadd52luq of the exponentiation (exp_ifma_n, one function per limb
+        count) in the mutant copy into a vpmadd52huq (one changed instruction would only be
+        seen by one size); returns the offset of the first (in the first such function) and
+        how many were changed."""
+        fns = [(a, size, name) for a, size, name in self.image.funcs
+               if short_name(name) == "kae::mb::kernel::exp_ifma_n"]
+        if not fns:
+            raise EmuError("no exp_ifma_n function in the binary")
+        first, count = None, 0
+        for start, size, _ in sorted(fns):
+            code = self.mem.read(self.mutant.base + start, size)
+            # EVEX (62 P0 P1 P2): map 0F38 (P0 & 3 = 2), W1 and 66 (P1 & 0x83 = 0x81), opcode B4.
+            at = [i for i in range(len(code) - 5)
+                  if code[i] == 0x62 and code[i + 1] & 3 == 2 and code[i + 2] & 0x83 == 0x81
+                  and code[i + 4] == 0xB4]
+            for i in at:
+                self.mem.write(self.mutant.base + start + i + 4, b"\xb5")
+            if at and first is None:
+                first = at[0]
+            count += len(at)
+        if not count:
+            raise EmuError("no vpmadd52luq found in exp_ifma_n")
+        return first, count
 
     # --count
     def count_start(self):
@@ -722,7 +725,7 @@ def controls(emu, cases_dir, cases, lanes):
     """Two runs that must go wrong, on the smallest case, so a PASS means something:
     - without ZMM/opmask state in XCR0 the kernel must raise #UD inside its first function (AVX-512
       code is what runs);
-    - the copy of the binary with every vpmadd52luq of exp_ifma made a vpmadd52huq must give
+    - the copy of the binary with every vpmadd52luq of exp_ifma_n made a vpmadd52huq must give
       a different result (the comparison sees a wrong IFMA result)."""
     c = min(cases, key=lambda c: (c["limbs"], -c["exp_bits"]))
     emu.xcr0 = 0x7
@@ -743,9 +746,9 @@ def controls(emu, cases_dir, cases, lanes):
         caught = f"emulation error ({e})"
     if not caught:
         raise EmuError(f"{c['name']} still matched with the {emu.mutation[1]} vpmadd52luq of "
-                       "exp_ifma made vpmadd52huq: the comparison does not see IFMA results")
+                       "exp_ifma_n made vpmadd52huq: the comparison does not see IFMA results")
     print(f"controls on {c['name']}: no AVX-512 state -> #UD in the kernel (rip after it: {ud}); "
-          f"its {emu.mutation[1]} vpmadd52luq (first at exp_ifma+{emu.mutation[0]:#x}) made huq -> "
+          f"its {emu.mutation[1]} vpmadd52luq (first at exp_ifma_n+{emu.mutation[0]:#x}) made huq -> "
           f"{caught} (both as they must)")
 
 

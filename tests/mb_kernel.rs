@@ -279,3 +279,44 @@ fn taint_child() {
 fn kernel_has_no_secret_dependent_branch_or_address() {
     assert_taint_child_clean(CHILD, "the kernel");
 }
+
+/// The kernel's frames are large (tens of KiB at 2048-bit moduli) and a kernel call can be made
+/// on an OpenSSL async job, whose whole stack is 32 KiB: every call must run on the kernel's own
+/// stack (`kae::ffi::stack`). Here a thread with a 16 KiB stack, less than the kernel's frames
+/// alone, makes calls of every size on every engine: without the switch it overflows its stack
+/// (the process aborts).
+#[test]
+fn kernel_calls_fit_on_a_small_stack() {
+    for engine in engines() {
+        let done = std::thread::Builder::new()
+            .name("small-stack".into())
+            .stack_size(16 * 1024)
+            .spawn(move || {
+                for size in Size::ALL {
+                    let w = size.words();
+                    let mut m = vec![u64::MAX; w];
+                    m[0] = u64::MAX - 58; // odd
+                    let b = vec![3u64; w];
+                    let e = vec![u64::MAX; w];
+                    let lanes = vec![
+                        Lane {
+                            modulus: &m,
+                            base: &b,
+                            exp: &e,
+                        };
+                        mb::LANES
+                    ];
+                    let r = mb::mod_exp(engine, size, &lanes, size.bits()).unwrap();
+                    assert_eq!(r.len(), mb::LANES);
+                }
+                size_of::<usize>()
+            })
+            .unwrap()
+            .join();
+        assert!(
+            done.is_ok(),
+            "{}: a kernel call failed on a small stack",
+            engine.name()
+        );
+    }
+}

@@ -19,6 +19,8 @@ const MAKE_MEM_DEFINED: usize = MAKE_MEM_UNDEFINED + 1;
 /// Core requests, answered by any valgrind tool (valgrind.h).
 const RUNNING_ON_VALGRIND: usize = 0x1001;
 const PRINTF_VALIST_BY_REF: usize = 0x1403;
+const STACK_REGISTER: usize = 0x1501;
+const STACK_DEREGISTER: usize = 0x1502;
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[inline(always)]
@@ -51,6 +53,26 @@ fn client_request(default: usize, request: usize, arg1: usize, arg2: usize) -> u
 #[inline(always)]
 fn client_request(default: usize, _request: usize, _arg1: usize, _arg2: usize) -> usize {
     default
+}
+
+/// Tells valgrind that `start..end` (lowest byte, one past the highest) is a stack the program
+/// switches to (`ffi::stack`), so a switch is not taken for a huge frame; the id is for
+/// [`deregister_stack`]. 0 outside valgrind.
+pub fn register_stack(start: usize, end: usize) -> usize {
+    client_request(0, STACK_REGISTER, start, end - 1)
+}
+
+/// Makes `len` bytes at `start` addressable for memcheck (a switched-to stack's memory below
+/// its last frame, which memcheck holds inaccessible once the program left it).
+pub fn make_addressable(start: usize, len: usize) {
+    client_request(0, MAKE_MEM_UNDEFINED, start, len);
+}
+
+/// Undoes [`register_stack`] (before the memory is unmapped).
+pub fn deregister_stack(id: usize) {
+    if id != 0 {
+        client_request(0, STACK_DEREGISTER, id, 0);
+    }
 }
 
 /// True under valgrind (any tool).

@@ -13,6 +13,7 @@ pub mod fork;
 pub mod memcheck;
 pub mod params;
 pub mod sched;
+pub mod stack;
 pub mod sys;
 
 pub use self::core::{guard, guard_ptr, Core};

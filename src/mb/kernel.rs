@@ -506,9 +506,9 @@ pub(crate) fn exp_portable(
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512 IFMA (`lanes::ifma_available()`).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) unsafe fn r_squared_ifma(m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
-    by_limbs!(m.len(), r_squared_n::<super::lanes::Ifma>(m, k0, rr))
+    // SAFETY: the caller's promise.
+    unsafe { by_limbs!(m.len(), r_squared_ifma_n::<super::lanes::Ifma>(m, k0, rr)) }
 }
 
 /// [`exp_n`] on AVX-512 IFMA.
@@ -516,7 +516,6 @@ pub(crate) unsafe fn r_squared_ifma(m: &Interleaved, k0: &[u64; 8], rr: &mut Int
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512 IFMA (`lanes::ifma_available()`).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) unsafe fn exp_ifma(
     m: &Interleaved,
     k0: &[u64; 8],
@@ -526,10 +525,46 @@ pub(crate) unsafe fn exp_ifma(
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    by_limbs!(
-        m.len(),
-        exp_n::<super::lanes::Ifma>(m, k0, rr, base, exp, exp_bits, out)
-    )
+    // SAFETY: the caller's promise.
+    unsafe {
+        by_limbs!(
+            m.len(),
+            exp_ifma_n::<super::lanes::Ifma>(m, k0, rr, base, exp, exp_bits, out)
+        )
+    }
+}
+
+// One function per limb count (not inlined into the dispatch): each has a stack frame sized
+// for its own N, which matters on an OpenSSL async job's small stack.
+
+/// # Safety
+/// As [`r_squared_ifma`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline(never)]
+unsafe fn r_squared_ifma_n<V: Lanes, const N: usize>(
+    m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &mut Interleaved,
+) {
+    r_squared_n::<V, N>(m, k0, rr)
+}
+
+/// # Safety
+/// As [`exp_ifma`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline(never)]
+unsafe fn exp_ifma_n<V: Lanes, const N: usize>(
+    m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &Interleaved,
+    base: &Interleaved,
+    exp: &Interleaved,
+    exp_bits: usize,
+    out: &mut Interleaved,
+) {
+    exp_n::<V, N>(m, k0, rr, base, exp, exp_bits, out)
 }
 
 #[cfg(test)]

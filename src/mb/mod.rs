@@ -15,6 +15,7 @@ pub(crate) mod kernel;
 pub(crate) mod lanes;
 
 use crate::error::{KaeError, KaeResult};
+use crate::ffi::stack::on_kernel_stack;
 use crate::rsa::ct_limbs::{self, Limbs};
 use zeroize::{Zeroize, Zeroizing};
 
@@ -287,14 +288,15 @@ impl Prepared {
         let m = interleave(&moduli, true, n);
         let mut k0 = Zeroizing::new(kernel::neg_inv52_lanes(&m));
         let mut rr = Zeroizing::new(vec![[0u64; LANES]; n]);
-        match engine {
+        on_kernel_stack(|| match engine {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an `Engine::Ifma` exists only after `ifma_available()` returned true.
             Engine::Ifma(_) => unsafe { kernel::r_squared_ifma(&m, &k0, &mut rr) },
             #[cfg(not(target_arch = "x86_64"))]
             Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
             Engine::Portable => kernel::r_squared_portable(&m, &k0, &mut rr),
-        }
+        })
+        .ok_or(KaeError::OutOfMemory)?;
         let lane_of = |v: &kernel::Interleaved, lane: usize| -> Zeroizing<Vec<u64>> {
             Zeroizing::new(v.iter().map(|limb| limb[lane]).collect())
         };
@@ -367,14 +369,15 @@ pub fn mod_exp_prepared(
         exp_words.max(1),
     );
     let mut out = Zeroizing::new(vec![[0u64; LANES]; n]);
-    match engine {
+    on_kernel_stack(|| match engine {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: an `Engine::Ifma` exists only after `ifma_available()` returned true.
         Engine::Ifma(_) => unsafe { kernel::exp_ifma(&m, &k0, &rr, &b, &e, exp_bits, &mut out) },
         #[cfg(not(target_arch = "x86_64"))]
         Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
         Engine::Portable => kernel::exp_portable(&m, &k0, &rr, &b, &e, exp_bits, &mut out),
-    }
+    })
+    .ok_or(KaeError::OutOfMemory)?;
     let mut results = Vec::with_capacity(lanes.len());
     let mut limbs = Zeroizing::new(vec![0u64; n]);
     for (i, l) in lanes.iter().enumerate() {

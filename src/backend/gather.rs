@@ -8,11 +8,12 @@
 //! is not runnable (it waits for its jobs: nothing more is coming from it), and at the latest
 //! [`MAX_WAIT`] after the first one: a bounded delay, also when every CPU is busy.
 //!
-//! A caller with nothing else in flight would only wait for company that never comes (one
-//! connection, `-async_jobs 1`): after [`SOLO_FLUSHES`] flushes in a row that held a single
-//! request whose submitter was waiting for it, [`Gather::wants`] sends lone requests back to be computed inline, and lets one in
-//! [`PROBE_EVERY`] through to notice when company returns. A submit that finds others pending
-//! ends solo mode at once.
+//! A caller with too little else in flight would only wait for company that never fills a
+//! call (one connection, `-async_jobs 1` or 2): after [`SOLO_FLUSHES`] flushes in a row that
+//! held fewer requests of each class than [`Shape::least`], all their submitters waiting for
+//! them, [`Gather::wants`] sends lone requests back to be computed inline, and lets one in
+//! [`PROBE_EVERY`] through to notice when company returns. A submit that finds enough others
+//! of its class pending ends solo mode at once.
 
 use super::Request;
 use crate::error::KaeError;
@@ -28,10 +29,11 @@ pub const MAX_WAIT: Duration = Duration::from_millis(2);
 /// pending; between them, four times the recent gap between submissions.
 const QUIET_MIN_US: u64 = 60;
 const QUIET_MAX_US: u64 = 1_000;
-/// Flushes of exactly one request in a row after which lone requests compute inline.
+/// Flushes in a row of requests that came alone (too few to be worth a call) after which
+/// lone requests compute inline.
 pub const SOLO_FLUSHES: u32 = 3;
 /// In solo mode, one lone request in this many is still gathered (to notice company).
-pub const PROBE_EVERY: u32 = 16;
+pub const PROBE_EVERY: u32 = 32;
 
 /// Computes a batch (all requests of one call complete together afterwards).
 pub type BatchFn = Arc<dyn Fn(&mut [Request]) + Send + Sync>;
@@ -42,6 +44,8 @@ pub struct Shape {
     pub class: fn(&Request) -> usize,
     /// Requests of `class` that make a full batch.
     pub full: fn(usize) -> usize,
+    /// Fewest requests of `class` worth a batch: fewer are computed as if alone.
+    pub least: fn(usize) -> usize,
     /// Most requests pending before submits are refused (the caller waits for a slot).
     pub depth: usize,
 }
@@ -145,8 +149,14 @@ impl Gather {
             return Err(req);
         }
         let was_empty = pending.is_empty();
+        let same = 1 + pending
+            .iter()
+            .filter(|r| (s.shape.class)(r) == class)
+            .count();
+        if same >= (s.shape.least)(class) {
+            s.solo.store(0, Ordering::Relaxed); // company enough to fill a call
+        }
         if !was_empty {
-            s.solo.store(0, Ordering::Relaxed);
             let gap = now.saturating_sub(s.last_submit_us.load(Ordering::Relaxed));
             let avg = s.gap_us.load(Ordering::Relaxed);
             s.gap_us
@@ -159,10 +169,6 @@ impl Gather {
         pending.push(req);
         s.in_flight.fetch_add(1, Ordering::AcqRel);
         crate::stats::in_flight_add(1);
-        let same = pending
-            .iter()
-            .filter(|r| (s.shape.class)(r) == class)
-            .count();
         let mut batch = if same >= (s.shape.full)(class) {
             take_class(&mut pending, s.shape.class, class)
         } else {
@@ -298,9 +304,15 @@ fn flusher_loop(s: &Shared) {
                 if batch.is_empty() {
                     break;
                 }
-                // Lone only when its submitter was waiting for it: a flush forced by MAX_WAIT
-                // while the submitter was still runnable (preempted on a busy host) is not.
-                if batch.len() == 1 && submitted == 1 && quiet_now {
+                // Alone: too few of every class to be worth a call, all there was since the
+                // last flush, and their submitter waiting for them (a flush forced by MAX_WAIT
+                // while it was still runnable, preempted on a busy host, is not).
+                let too_few = |r: &Request| {
+                    let class = (s.shape.class)(r);
+                    batch.iter().filter(|o| (s.shape.class)(o) == class).count()
+                        < (s.shape.least)(class)
+                };
+                if batch.iter().all(too_few) && submitted as usize == batch.len() && quiet_now {
                     let _ = s
                         .solo
                         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
@@ -353,6 +365,7 @@ mod tests {
                 4 => |_| 4,
                 _ => |_| 8,
             },
+            least: |_| 2,
             depth: 64,
         };
         let g =
@@ -455,6 +468,66 @@ mod tests {
     }
 
     #[test]
+    fn requests_too_few_to_fill_a_call_go_inline_like_lone_ones() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let compute: BatchFn = Arc::new(move |b: &mut [Request]| {
+            log.lock().unwrap().push(b.len());
+            for r in b.iter_mut() {
+                r.result = Ok(());
+            }
+        });
+        let shape = Shape {
+            class: |_| 0,
+            full: |_| 8,
+            least: |_| 3,
+            depth: 64,
+        };
+        let g = Gather::start("kae-test-few", shape, compute, Arc::new(Completer::new())).unwrap();
+        let k = key();
+        // Pairs (two async jobs): each flush holds 2, fewer than the 3 worth a call.
+        for t in 0..SOLO_FLUSHES {
+            let (r1, w1) = request(&k, 2 * t as u8);
+            let (r2, w2) = request(&k, 2 * t as u8 + 1);
+            assert!(g.wants());
+            assert!(g.submit(r1).is_ok() && g.submit(r2).is_ok());
+            assert!(w1.done_within(Duration::from_secs(20)));
+            assert!(w2.done_within(Duration::from_secs(20)));
+        }
+        assert!(
+            seen.lock().unwrap().iter().all(|&n| n == 2),
+            "{:?}",
+            seen.lock().unwrap()
+        );
+        let wanted = (0..PROBE_EVERY * 4).filter(|_| g.wants()).count();
+        assert_eq!(
+            wanted, 4,
+            "pairs that never fill a call compute inline but for probes"
+        );
+        // A probe meeting one other request is still too few: solo mode stays...
+        let (r1, w1) = request(&k, 100);
+        let (r2, w2) = request(&k, 101);
+        assert!(g.submit(r1).is_ok() && g.submit(r2).is_ok());
+        assert!(w1.done_within(Duration::from_secs(20)) && w2.done_within(Duration::from_secs(20)));
+        let wanted = (0..PROBE_EVERY).filter(|_| g.wants()).count();
+        assert_eq!(wanted, 1, "one more pair did not end solo mode");
+        // ...three of a class end it at once.
+        let reqs: Vec<_> = (0..3).map(|t| request(&k, 110 + t)).collect();
+        let waiters: Vec<_> = reqs
+            .into_iter()
+            .map(|(r, w)| {
+                assert!(g.submit(r).is_ok());
+                w
+            })
+            .collect();
+        assert!(g.wants(), "company enough to fill a call ended solo mode");
+        for w in waiters {
+            assert!(w.done_within(Duration::from_secs(20)));
+        }
+        g.shutdown();
+    }
+
+    #[test]
     fn shutdown_fails_what_is_pending_and_refuses_more() {
         let (g, _seen) = gather(8);
         let k = key();
@@ -488,6 +561,7 @@ mod tests {
         let shape = Shape {
             class: |_| 0,
             full: |_| 8,
+            least: |_| 2,
             depth: 2,
         };
         let g = Gather::start("kae-test-full", shape, compute, Arc::new(Completer::new())).unwrap();

@@ -148,6 +148,7 @@ pub fn start(
     let shape = Shape {
         class: class_of,
         full: |_| PER_CALL,
+        least: |class| Size::for_bits(class).map_or(1, min_requests),
         depth: queues.max(1) * depth.max(PER_CALL),
     };
     let compute = Arc::new(move |b: &mut [Request]| batcher.compute(b)) as BatchFn;

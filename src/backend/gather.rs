@@ -33,7 +33,7 @@ const QUIET_MAX_US: u64 = 1_000;
 /// lone requests compute inline.
 pub const SOLO_FLUSHES: u32 = 3;
 /// In solo mode, one lone request in this many is still gathered (to notice company).
-pub const PROBE_EVERY: u32 = 32;
+pub const PROBE_EVERY: u32 = 128;
 
 /// Computes a batch (all requests of one call complete together afterwards).
 pub type BatchFn = Arc<dyn Fn(&mut [Request]) + Send + Sync>;
@@ -289,11 +289,20 @@ fn flusher_loop(s: &Shared) {
             let since_last = s
                 .now_us()
                 .saturating_sub(s.last_submit_us.load(Ordering::Relaxed));
-            let quiet = s.quiet();
+            // A probe in solo mode only asks whether company is there now: it waits the
+            // shortest quiet time, whatever its submitter does meanwhile.
+            let probing = s.solo.load(Ordering::Relaxed) >= SOLO_FLUSHES;
+            let quiet = if probing {
+                Duration::from_micros(QUIET_MIN_US)
+            } else {
+                s.quiet()
+            };
             let waited = first.elapsed();
             let quiet_now = Duration::from_micros(since_last) >= quiet
-                && crate::ffi::sched::thread_is_runnable(s.last_submitter.load(Ordering::Relaxed))
-                    != Some(true);
+                && (probing
+                    || crate::ffi::sched::thread_is_runnable(
+                        s.last_submitter.load(Ordering::Relaxed),
+                    ) != Some(true));
             if quiet_now || waited >= MAX_WAIT {
                 let submitted = {
                     let mut pending = lock(&s.pending);

@@ -1,7 +1,7 @@
 //! HAProxy with `ssl-mode-async` terminating TLS on loopback with kae loaded through
 //! OPENSSL_CONF: many concurrent clients make fresh full handshakes (TLS 1.2 RSA key exchange,
 //! TLS 1.2 ECDHE-RSA, TLS 1.3); all must succeed, and kae's exit summary must show the async
-//! path was taken (offloaded private operations and pauses > 0).
+//! path was taken (offloaded private operations and pauses > 0), on the CPU backend.
 //!
 //! Needs the Debian `haproxy` package (`.ci/run` installs it). Set KAE_SKIP_HAPROXY=1 to skip
 //! on a machine without it; without that variable a missing haproxy is a failure.
@@ -59,9 +59,13 @@ fn haproxy_ssl_mode_async_with_kae() {
     );
 
     let stderr_path = dir.join("haproxy.err");
+    // The CPU backend offloads every private operation of an async job, which is what this
+    // test checks. On an IFMA CPU `auto` picks the multi-buffer backend, which computes
+    // requests inline while too few come together to fill a kernel call (this load).
     let child = Command::new("haproxy")
         .env("OPENSSL_CONF", &cnf)
         .env("KAE_LOG", "info")
+        .env("KAE_BACKEND", "cpu")
         .arg("-db")
         .arg("-f")
         .arg(&cfg)

@@ -118,6 +118,8 @@ pub struct Modulus {
     n0: u64,
     /// R² mod m.
     rr: Limbs,
+    /// R mod m.
+    r1: Limbs,
 }
 
 impl Modulus {
@@ -132,15 +134,19 @@ impl Modulus {
             inv = inv.wrapping_mul(2u64.wrapping_sub(m[0].wrapping_mul(inv)));
         }
         let n0 = inv.wrapping_neg();
-        // R² mod m by 2·64·w modular doublings of 1.
+        // R mod m and R² mod m by 64·w and 2·64·w modular doublings of 1.
         let mut rr: Limbs = Zeroizing::new(vec![0u64; w]);
         rr[0] = 1;
+        let mut r1: Limbs = Zeroizing::new(vec![0u64; w]);
         let mut t: Limbs = Zeroizing::new(vec![0u64; w]);
-        for _ in 0..(128 * w) {
+        for i in 0..(128 * w) {
+            if i == 64 * w {
+                r1.copy_from_slice(&rr); // public count
+            }
             t.copy_from_slice(&rr);
             mod_add_assign(&mut rr, &t, &m);
         }
-        Modulus { m, n0, rr }
+        Modulus { m, n0, rr, r1 }
     }
 
     pub fn width(&self) -> usize {
@@ -205,13 +211,25 @@ impl Modulus {
         r
     }
 
-    /// x mod m for x of any (public) width, constant time: Horner's rule over chunks of
-    /// `width` limbs in the Montgomery domain (acc·R² + chunk·R² per step, then one REDC).
+    /// x mod m for x of any (public) width, constant time. Up to two chunks of `width` limbs
+    /// (x = c0 + c1·R, e.g. an RSA input mod one prime): c0·(R mod m)·R⁻¹ + c1·(R² mod m)·R⁻¹,
+    /// two Montgomery products. Wider: Horner's rule over the chunks in the Montgomery domain
+    /// (acc·R² + chunk·R² per step, then one REDC).
     pub fn reduce(&self, x: &[u64]) -> Limbs {
         let w = self.width();
-        let mut acc: Limbs = Zeroizing::new(vec![0u64; w]); // Montgomery form, starts at 0
         let mut chunk: Limbs = Zeroizing::new(vec![0u64; w]);
         let chunks = x.len().div_ceil(w);
+        if chunks <= 2 {
+            let lo = x.len().min(w);
+            chunk[..lo].copy_from_slice(&x[..lo]);
+            let mut acc = self.mont_mul(&chunk, &self.r1);
+            chunk.fill(0);
+            chunk[..x.len() - lo].copy_from_slice(&x[lo..]);
+            let high = self.mont_mul(&chunk, &self.rr);
+            mod_add_assign(&mut acc, &high, &self.m);
+            return acc;
+        }
+        let mut acc: Limbs = Zeroizing::new(vec![0u64; w]); // Montgomery form, starts at 0
         for k in (0..chunks).rev() {
             let lo = k * w;
             let hi = (lo + w).min(x.len());
@@ -373,6 +391,7 @@ mod tests {
             let md = modulus(&m, w);
             let r = BigUint::from(1u8) << (64 * w);
             assert_eq!(big(&md.rr), (&r * &r) % &m, "R² mod m, width {w}");
+            assert_eq!(big(&md.r1), &r % &m, "R mod m, width {w}");
             let n0 = BigUint::from(md.n0);
             let two64 = BigUint::from(1u8) << 64;
             assert_eq!((n0 * (&m % &two64) + 1u8) % &two64, BigUint::from(0u8));
@@ -394,10 +413,11 @@ mod tests {
                 assert_eq!(big(&p), (&a * &b * &rinv) % &m);
                 let s = md.mod_sub(&limbs(&a, w), &limbs(&b, w));
                 assert_eq!(big(&s), (&a + &m - &b) % &m);
-                // a value of any width
-                let xw = 3 * w + 1;
-                let x = big(&(0..xw).map(|_| g.next()).collect::<Vec<_>>());
-                assert_eq!(big(&md.reduce(&limbs(&x, xw))), &x % &m);
+                // a value of any width: Horner above two chunks, two products up to two
+                for xw in [3 * w + 1, 2 * w, w + 1, w, 1] {
+                    let x = big(&(0..xw).map(|_| g.next()).collect::<Vec<_>>());
+                    assert_eq!(big(&md.reduce(&limbs(&x, xw))), &x % &m, "{xw} limbs");
+                }
             }
             // a < R but above m is allowed for the first operand
             let above: Vec<u64> = vec![u64::MAX; w];

@@ -9,11 +9,35 @@ use crate::ffi::sys::*;
 use core::ffi::{c_int, c_void, CStr};
 use std::sync::LazyLock;
 
-/// Wrapper letting static tables of raw pointers live in statics.
-pub struct Table<T>(pub Vec<T>);
-// SAFETY: the tables are built once and never mutated; they hold pointers to static data.
-unsafe impl<T> Sync for Table<T> {}
-unsafe impl<T> Send for Table<T> {}
+/// Wrapper letting tables of OpenSSL's C structs (which hold raw pointers) live in statics.
+/// Only [`TableEntry`] types: a table of anything else would be shared unsoundly.
+///
+/// ```compile_fail
+/// let shared = kae::provider::Table(vec![std::rc::Rc::new(1)]);
+/// ```
+pub struct Table<T: TableEntry>(pub Vec<T>);
+
+/// The C structs a [`Table`] may hold: plain data (integers and pointers that OpenSSL only
+/// reads), so a table of them can be shared and sent between threads.
+///
+/// # Safety
+/// Implement only for C structs without interior mutability, ownership or `Drop`: sharing
+/// or sending a value must not allow a data race or a double free.
+pub unsafe trait TableEntry {}
+// SAFETY: `#[repr(C)]` structs of integers, C string pointers and function pointers (no
+// ownership, no interior mutability); what they point to is static and never written.
+unsafe impl TableEntry for OSSL_DISPATCH {}
+// SAFETY: as above.
+unsafe impl TableEntry for OSSL_ALGORITHM {}
+// SAFETY: as above; in a table they are descriptors (key, type, null data): nothing is ever
+// written through them.
+unsafe impl TableEntry for OSSL_PARAM {}
+// SAFETY: an integer and a pointer to a static C string.
+unsafe impl TableEntry for OSSL_ITEM {}
+// SAFETY: a table's values are `TableEntry`s: plain data that may be shared and sent.
+unsafe impl<T: TableEntry> Sync for Table<T> {}
+// SAFETY: as above.
+unsafe impl<T: TableEntry> Send for Table<T> {}
 
 /// Builds an `OSSL_DISPATCH` entry from a typed `extern "C"` function.
 #[macro_export]

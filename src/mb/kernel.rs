@@ -22,7 +22,12 @@
 //! below 2^12, under 2^60 for N ≤ 40. A squaring adds at most as many terms per row as a
 //! multiplication: the same bound.
 
+#[cfg(target_arch = "x86_64")]
+use super::cpu::IfmaToken;
 use super::lanes::{select, Lanes, MASK52};
+
+#[cfg(target_arch = "x86_64")]
+mod ifma;
 use zeroize::Zeroize;
 
 /// Window width of the fixed-window exponentiation: a table of 32 powers.
@@ -501,22 +506,18 @@ pub(crate) fn exp_portable(
     )
 }
 
-/// [`r_squared_n`] on AVX-512 IFMA.
-///
-/// # Safety
-/// The CPU must support AVX-512F and AVX-512 IFMA (`lanes::ifma_available()`).
+/// [`r_squared_n`] on AVX-512 IFMA; the token proves the CPU has it.
 #[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn r_squared_ifma(m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
-    // SAFETY: the caller's promise.
-    unsafe { by_limbs!(m.len(), r_squared_ifma_n::<super::lanes::Ifma>(m, k0, rr)) }
+pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
+    // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
+    unsafe { by_limbs!(m.len(), r_squared_ifma_n::<ifma::Ifma>(m, k0, rr)) }
 }
 
-/// [`exp_n`] on AVX-512 IFMA.
-///
-/// # Safety
-/// The CPU must support AVX-512F and AVX-512 IFMA (`lanes::ifma_available()`).
+/// [`exp_n`] on AVX-512 IFMA; the token proves the CPU has it.
 #[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn exp_ifma(
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn exp_ifma(
+    _: IfmaToken,
     m: &Interleaved,
     k0: &[u64; 8],
     rr: &Interleaved,
@@ -525,11 +526,11 @@ pub(crate) unsafe fn exp_ifma(
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    // SAFETY: the caller's promise.
+    // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
     unsafe {
         by_limbs!(
             m.len(),
-            exp_ifma_n::<super::lanes::Ifma>(m, k0, rr, base, exp, exp_bits, out)
+            exp_ifma_n::<ifma::Ifma>(m, k0, rr, base, exp, exp_bits, out)
         )
     }
 }
@@ -538,7 +539,7 @@ pub(crate) unsafe fn exp_ifma(
 // for its own N, which matters on an OpenSSL async job's small stack.
 
 /// # Safety
-/// As [`r_squared_ifma`].
+/// The CPU runs AVX-512F and AVX-512 IFMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[inline(never)]
@@ -551,7 +552,7 @@ unsafe fn r_squared_ifma_n<V: Lanes, const N: usize>(
 }
 
 /// # Safety
-/// As [`exp_ifma`].
+/// The CPU runs AVX-512F and AVX-512 IFMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[inline(never)]

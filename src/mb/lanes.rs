@@ -1,10 +1,9 @@
 //! Eight 64-bit lanes and the few operations the multi-buffer kernel needs.
 //!
 //! [`Lanes`] is implemented twice with the same meaning, lane by lane:
-//! - [`Ifma`]: one AVX-512 register, `vpmadd52luq`/`vpmadd52huq` for the products. Its methods
-//!   call `#[target_feature]` intrinsics; they are only reached through
-//!   `kernel::*` entry points compiled with `avx512f,avx512ifma`, and only after
-//!   [`ifma_available`] said yes (see `mb::Engine`).
+//! - `kernel::ifma::Ifma`: one AVX-512 register, `vpmadd52luq`/`vpmadd52huq` for the products.
+//!   Private to the kernel module, whose IFMA entry points take the capability token that
+//!   only CPU detection makes (`mb::cpu::IfmaToken`).
 //! - [`Portable`]: eight `u64`s and `u128` products. The reference for the IFMA lanes, and what
 //!   the kernel's tests and the secret-taint check run on a CPU without IFMA.
 //!
@@ -163,99 +162,6 @@ pub fn ifma_available() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-pub(crate) use ifma::Ifma;
-
-#[cfg(target_arch = "x86_64")]
-mod ifma {
-    use super::Lanes;
-    use std::arch::x86_64::*;
-
-    /// One AVX-512 register of eight 64-bit lanes. Crate-private: its safe methods run AVX-512
-    /// instructions, so a value may only be made where the CPU is known to have them (inside
-    /// `kernel::exp_ifma`, reached through `mb::Engine::Ifma` only).
-    #[derive(Clone, Copy)]
-    #[repr(transparent)]
-    pub(crate) struct Ifma(__m512i);
-
-    // SAFETY (every method): an `Ifma` value is only made inside the kernel's
-    // `#[target_feature(enable = "avx512f,avx512ifma")]` entry points, which `mb::Engine`
-    // calls only after `ifma_available()` returned true, so the instructions exist here.
-    impl Lanes for Ifma {
-        const UNROLL: bool = true;
-        #[inline(always)]
-        fn zero() -> Self {
-            Ifma(unsafe { _mm512_setzero_si512() })
-        }
-        #[inline(always)]
-        fn splat(x: u64) -> Self {
-            Ifma(unsafe { _mm512_set1_epi64(x as i64) })
-        }
-        #[inline(always)]
-        fn from_array(a: [u64; 8]) -> Self {
-            // SAFETY: reads 64 bytes from a local array (unaligned load).
-            Ifma(unsafe { _mm512_loadu_si512(a.as_ptr().cast()) })
-        }
-        #[inline(always)]
-        fn to_array(self) -> [u64; 8] {
-            let mut a = [0u64; 8];
-            // SAFETY: writes 64 bytes into a local array (unaligned store).
-            unsafe { _mm512_storeu_si512(a.as_mut_ptr().cast(), self.0) };
-            a
-        }
-        #[inline(always)]
-        fn add(self, o: Self) -> Self {
-            Ifma(unsafe { _mm512_add_epi64(self.0, o.0) })
-        }
-        #[inline(always)]
-        fn sub(self, o: Self) -> Self {
-            Ifma(unsafe { _mm512_sub_epi64(self.0, o.0) })
-        }
-        #[inline(always)]
-        fn and(self, o: Self) -> Self {
-            Ifma(unsafe { _mm512_and_si512(self.0, o.0) })
-        }
-        #[inline(always)]
-        fn or(self, o: Self) -> Self {
-            Ifma(unsafe { _mm512_or_si512(self.0, o.0) })
-        }
-        #[inline(always)]
-        fn andnot(self, o: Self) -> Self {
-            Ifma(unsafe { _mm512_andnot_si512(self.0, o.0) })
-        }
-        #[inline(always)]
-        fn shr<const N: u32>(self) -> Self {
-            Ifma(unsafe { _mm512_srli_epi64::<N>(self.0) })
-        }
-        #[inline(always)]
-        fn shl<const N: u32>(self) -> Self {
-            Ifma(unsafe { _mm512_slli_epi64::<N>(self.0) })
-        }
-        #[inline(always)]
-        fn madd52lo(self, b: Self, c: Self) -> Self {
-            Ifma(unsafe { _mm512_madd52lo_epu64(self.0, b.0, c.0) })
-        }
-        #[inline(always)]
-        fn madd52hi(self, b: Self, c: Self) -> Self {
-            Ifma(unsafe { _mm512_madd52hi_epu64(self.0, b.0, c.0) })
-        }
-        #[inline(always)]
-        fn eq_mask(self, o: Self) -> Self {
-            unsafe {
-                let k = _mm512_cmpeq_epi64_mask(self.0, o.0);
-                Ifma(_mm512_maskz_mov_epi64(k, _mm512_set1_epi64(-1)))
-            }
-        }
-        #[inline(always)]
-        fn take_where_eq(self, a: Self, b: Self, e: Self) -> Self {
-            unsafe {
-                let k = _mm512_cmpeq_epi64_mask(a.0, b.0);
-                Ifma(_mm512_mask_mov_epi64(self.0, k, e.0))
-            }
-        }
     }
 }
 

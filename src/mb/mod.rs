@@ -11,6 +11,7 @@
 //! Everything here is constant time in the moduli, bases and exponents: only the size, the
 //! lane count and `exp_bits` (public) shape loops and indices.
 
+pub mod cpu;
 pub(crate) mod kernel;
 pub(crate) mod lanes;
 
@@ -19,6 +20,7 @@ use crate::ffi::stack::on_kernel_stack;
 use crate::rsa::ct_limbs::{self, Limbs};
 use zeroize::{Zeroize, Zeroizing};
 
+pub use cpu::IfmaToken;
 pub use lanes::ifma_available;
 
 /// Lanes per call.
@@ -65,20 +67,16 @@ impl Size {
 /// Which implementation of the lanes runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// AVX-512 IFMA. Only constructible through [`Engine::ifma`], which checks the CPU.
+    /// AVX-512 IFMA, with the token that CPU detection made ([`Engine::ifma`]).
     Ifma(IfmaToken),
     /// Plain `u64` arithmetic (tests, and the secret-taint check without IFMA).
     Portable,
 }
 
-/// Proof that the CPU has AVX-512F and IFMA (made only by [`Engine::ifma`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IfmaToken(());
-
 impl Engine {
     /// The IFMA engine when this CPU has AVX-512F and AVX-512 IFMA.
     pub fn ifma() -> Option<Engine> {
-        ifma_available().then_some(Engine::Ifma(IfmaToken(())))
+        IfmaToken::detect().map(Engine::Ifma)
     }
 
     pub fn name(self) -> &'static str {
@@ -180,10 +178,9 @@ pub unsafe fn exp_ifma_interleaved(
     let k0 = kernel::neg_inv52_lanes(m);
     let mut rr = vec![[0u64; LANES]; m.len()];
     // SAFETY: the caller's promise.
-    unsafe {
-        kernel::r_squared_ifma(m, &k0, &mut rr);
-        kernel::exp_ifma(m, &k0, &rr, base, exp, exp_bits, out)
-    }
+    let token = unsafe { IfmaToken::assume() };
+    kernel::r_squared_ifma(token, m, &k0, &mut rr);
+    kernel::exp_ifma(token, m, &k0, &rr, base, exp, exp_bits, out)
 }
 
 /// Not API: the portable twin of [`exp_ifma_interleaved`] (same layout and conditions).
@@ -290,8 +287,7 @@ impl Prepared {
         let mut rr = Zeroizing::new(vec![[0u64; LANES]; n]);
         on_kernel_stack(|| match engine {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: an `Engine::Ifma` exists only after `ifma_available()` returned true.
-            Engine::Ifma(_) => unsafe { kernel::r_squared_ifma(&m, &k0, &mut rr) },
+            Engine::Ifma(token) => kernel::r_squared_ifma(token, &m, &k0, &mut rr),
             #[cfg(not(target_arch = "x86_64"))]
             Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
             Engine::Portable => kernel::r_squared_portable(&m, &k0, &mut rr),
@@ -371,8 +367,7 @@ pub fn mod_exp_prepared(
     let mut out = Zeroizing::new(vec![[0u64; LANES]; n]);
     on_kernel_stack(|| match engine {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: an `Engine::Ifma` exists only after `ifma_available()` returned true.
-        Engine::Ifma(_) => unsafe { kernel::exp_ifma(&m, &k0, &rr, &b, &e, exp_bits, &mut out) },
+        Engine::Ifma(token) => kernel::exp_ifma(token, &m, &k0, &rr, &b, &e, exp_bits, &mut out),
         #[cfg(not(target_arch = "x86_64"))]
         Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
         Engine::Portable => kernel::exp_portable(&m, &k0, &rr, &b, &e, exp_bits, &mut out),

@@ -498,3 +498,50 @@ fn unsafe_user_directories_are_refused() {
         );
     }
 }
+
+/// A page in one user's directory that names another user's process (a forgery: only that
+/// user can write there) is neither shown nor able to hide the real one, and kae-stat says
+/// what it skipped. Our own process is the victim here: the forged page sits in the directory
+/// of uid 65534, made by root for the test.
+#[test]
+fn a_page_naming_another_users_process_is_skipped_and_reported() {
+    if euid() == 0 {
+        let dir = TempDir::new("stat-forged");
+        // The real page of our own pid, in our directory.
+        own_page(dir.path(), kae::stats::VERSION, kae::stats::PAGE_SIZE);
+        // A copy with other counters, in nobody's directory.
+        let real = page_path(dir.path(), std::process::id());
+        let mut forged = std::fs::read(&real).unwrap();
+        forged[72..80].copy_from_slice(&999_999u64.to_le_bytes());
+        let other = dir.path().join("65534");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&other, Some(65534), None).unwrap();
+        let name = real.file_name().unwrap().to_owned();
+        std::fs::write(other.join(&name), &forged).unwrap();
+        std::os::unix::fs::chown(other.join(&name), Some(65534), None).unwrap();
+        let out = run(
+            Command::new(tool_bin("kae-stat"))
+                .env("KAE_STATS_DIR", dir.path())
+                .arg("--json"),
+            None,
+            Duration::from_secs(60),
+        )
+        .ok();
+        let shown = procs(&out.stdout);
+        assert_eq!(
+            shown,
+            vec![(std::process::id(), 40)],
+            "only the real page is shown\n{}",
+            out.describe()
+        );
+        let want = format!("which runs as uid {}", euid());
+        assert!(
+            out.stderr.contains("skipped") && out.stderr.contains(&want),
+            "kae-stat does not say what it skipped\n{}",
+            out.describe()
+        );
+    } else {
+        eprintln!("SKIPPED (needs root, CI runs as root): a page in uid 65534's directory");
+    }
+}

@@ -26,6 +26,19 @@ pub fn start_ticks_of(pid: u32) -> Option<u64> {
         .ok()
 }
 
+/// Effective uid of a live process (the second field of `Uid:` in its status), None if it
+/// does not exist.
+pub fn euid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// What a look at the pages found.
 #[derive(Default)]
 pub struct Scan {
@@ -33,12 +46,14 @@ pub struct Scan {
     pub pages: Vec<ProcPage>,
     /// User directories this process may not read (uids): their processes are not shown.
     pub unreadable: Vec<u32>,
-    /// Directories refused, with the reason (for `kae-stat` to print).
+    /// Directories refused, and pages skipped, with the reason (for `kae-stat` to print).
     pub problems: Vec<String>,
 }
 
 /// The pages of live processes under `root`: every user directory this process may read
-/// (all of them for root). Only regular files of the exact page size are read, never through
+/// (all of them for root). A page is shown only from the directory of the uid its process
+/// runs as (a user cannot speak for another user's process, nor hide one by a page of the
+/// same pid in their own directory: the skip is reported in `problems`). Only regular files of the exact page size are read, never through
 /// a symlink and never blocking (see [`files`]). Pages of dead processes (or of a pid now
 /// used by another process) and pages a process moved away from are skipped, and removed
 /// when `remove_stale` is set.
@@ -112,6 +127,18 @@ pub fn scan(root: &std::path::Path, remove_stale: bool) -> Scan {
                     // Left behind by a process killed before it could clean up.
                     files::unlink(dir.as_fd(), &name);
                 }
+                continue;
+            }
+            // A page speaks for its pid only from that process's own directory: one in
+            // another user's (written by that user) is a forgery, not shown.
+            let runs_as = euid_of(pid);
+            if runs_as != Some(uid) {
+                out.problems.push(format!(
+                    "skipped {}/{uid}/{}: it names pid {pid}, which runs as uid {}",
+                    root.display(),
+                    name.to_string_lossy(),
+                    runs_as.map_or("?".to_string(), |u| u.to_string())
+                ));
                 continue;
             }
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))

@@ -89,6 +89,7 @@ fn child() {
         "direct" => direct_sync(),
         "no-device" => no_device(),
         "teardown" => teardown(),
+        "late-refusal" => late_refusal(),
         other => panic!("unknown scenario {other}"),
     }
     println!("SCENARIO {name} PASSED");
@@ -478,6 +479,74 @@ fn teardown() {
         assert_eq!(s.in_flight, 0);
         assert_eq!(s.misuse, 0);
     }
+}
+
+/// A submission that UADK refuses only after kae's timeout scan already failed the request
+/// over (`KAE_SIM_SLOW_REFUSAL_MS` above the timeout): the request is answered once, the
+/// in-flight count comes back to 0 (it was decremented twice, wrapped, and the stop waited for
+/// it forever), and the pool stops.
+fn late_refusal() {
+    use kae::backend::{OpKind, Request};
+    use kae::pool::{Completer, Pool, Waiter, WaiterWake};
+    use std::sync::Arc;
+    let lib = sim_lib().to_string_lossy().into_owned();
+    let cfg = kae::backend::hpre::settings::HpreConfig {
+        wd_lib: lib.clone(),
+        crypto_lib: lib,
+        timeout_ms: 20,
+        ..Default::default()
+    };
+    let key = Arc::new(
+        kae::rsa::ops::generate(
+            kae::rsa::KeyType::Rsa,
+            2048,
+            &kae::ffi::bn::BigNum::from_u64(65537).unwrap(),
+        )
+        .unwrap(),
+    );
+    let mut input = vec![3u8; key.size()];
+    input[0] = 0;
+    let backend = kae::backend::hpre::backend::start(&cfg).expect("start");
+    let pool = Pool::start_with(Box::new(backend), Arc::new(Completer::new())).unwrap();
+    let me = std::thread::current();
+    let waiters: Vec<Arc<Waiter>> = (0..2)
+        .map(|_| Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone())))))
+        .collect();
+    for w in &waiters {
+        let req = Request::new(OpKind::PrivateBlinded, key.clone(), &input, w.clone());
+        let _ = pool.submit(req);
+    }
+    let t = std::time::Instant::now();
+    while !waiters.iter().all(|w| w.is_done()) && t.elapsed() < STALL {
+        std::thread::park_timeout(Duration::from_millis(10));
+    }
+    assert!(
+        waiters.iter().all(|w| w.is_done()),
+        "a request was never answered"
+    );
+    std::thread::sleep(Duration::from_millis(300)); // the late refusals come back
+    let t = std::time::Instant::now();
+    let stopper = std::thread::spawn(move || pool.shutdown());
+    while !stopper.is_finished() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        stopper.is_finished(),
+        "the pool did not stop: its in-flight count never came back to 0"
+    );
+    println!("late refusal: stopped in {:?}", t.elapsed());
+    let s = sim_stats();
+    println!("sim: {s:?}");
+    assert_eq!(s.misuse, 0);
+}
+
+#[test]
+fn a_refusal_after_the_timeout_is_counted_once() {
+    scenario(
+        "late-refusal",
+        &[("KAE_SIM_SLOW_REFUSAL_MS", "150")],
+        &one_device(),
+    );
 }
 
 #[test]

@@ -108,7 +108,7 @@ pub struct Config {
     pub sync_ctxs: u32,
 }
 
-fn knob(name: &str, default: u64) -> u64 {
+pub(crate) fn knob(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
         Ok(v) if !v.trim().is_empty() => v.trim().parse().unwrap_or_else(|_| {
             eprintln!("kae-hpre-sim: ignoring {name}={v:?} (not a number); using {default}");

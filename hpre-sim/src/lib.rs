@@ -68,6 +68,8 @@
 //!   `KAE_SIM_SYSFS` set, `1` is written to `$KAE_SIM_SYSFS/hisi_hpre-0/isolate`; later
 //!   submissions return -5, requests not yet computed complete with status 22.
 //! * `KAE_SIM_COMPUTE=0`: no arithmetic; the result is the input.
+//! * `KAE_SIM_SLOW_REFUSAL_MS=M`: every async submission returns -5 after M ms (taking no lock
+//!   meanwhile): a caller that gives up on a request before the refusal comes back.
 //!
 //! Completions are counted in one sequence (async device completions and sync calls); when
 //! several `*_EVERY` knobs hit the same completion, drop wins over error, error over wrong.
@@ -98,7 +100,7 @@ use math::{CrtKey, KeyMaterial, Secret};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::time::Instant;
 
@@ -287,6 +289,7 @@ pub unsafe extern "C" fn wd_rsa_init2_(
             return -EEXIST;
         }
         register_atfork();
+        SLOW_REFUSAL_MS.store(device::knob("KAE_SIM_SLOW_REFUSAL_MS", 0), SeqCst);
         match Runtime::start(Config::from_env(asyn, sync)) {
             Ok(rt) => {
                 g.rt = Some(rt);
@@ -607,6 +610,12 @@ pub unsafe extern "C" fn wd_do_rsa_async(sess: handle_t, req: *mut wd_rsa_req) -
         if req.is_null() {
             return misuse();
         }
+        let slow = SLOW_REFUSAL_MS.load(SeqCst);
+        if slow > 0 {
+            // Outside the lock: the caller's poller keeps running meanwhile.
+            std::thread::sleep(std::time::Duration::from_millis(slow));
+            return -EIO;
+        }
         // Held until the job is queued, so that a concurrent uninit cannot miss it.
         let g = lock(&GLOBAL);
         let Some(u) = usable(&g, sess) else {
@@ -637,6 +646,9 @@ pub unsafe extern "C" fn wd_do_rsa_async(sess: handle_t, req: *mut wd_rsa_req) -
         }
     })
 }
+
+/// `KAE_SIM_SLOW_REFUSAL_MS` of the last init (0: off).
+static SLOW_REFUSAL_MS: AtomicU64 = AtomicU64::new(0);
 
 /// `int wd_rsa_poll(__u32 expt, __u32 *count)`: delivers up to `expt` ready completions on this
 /// thread, adds their number to `*count`, returns 0.

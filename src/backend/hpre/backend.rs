@@ -463,11 +463,12 @@ impl Backend for HpreBackend {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id)
             .is_some();
-        self.shared.count_out(1);
         if !ours {
-            // Failed over by a timeout scan meanwhile; its result is on the done list.
+            // Failed over by a timeout scan meanwhile: its result is on the done list, and
+            // `poll` counts it out when it hands it back (not here as well).
             return Ok(());
         }
+        self.shared.count_out(1);
         // SAFETY: UADK refused it and it left `pending` by our hand: ours again.
         let mut b = unsafe { Box::from_raw(ptr) };
         let req = b.req.take().expect("request present");

@@ -90,6 +90,7 @@ fn child() {
         "no-device" => no_device(),
         "teardown" => teardown(),
         "late-refusal" => late_refusal(),
+        "late-completions" => late_completions(),
         other => panic!("unknown scenario {other}"),
     }
     println!("SCENARIO {name} PASSED");
@@ -538,6 +539,71 @@ fn late_refusal() {
     let s = sim_stats();
     println!("sim: {s:?}");
     assert_eq!(s.misuse, 0);
+}
+
+/// Requests that time out (failed over) and complete later, with no new work arriving: the
+/// poller keeps polling for them, so their completions are collected (and their buffers freed)
+/// instead of waiting for the next request or for teardown.
+fn late_completions() {
+    use kae::backend::{OpKind, Request};
+    use kae::pool::{Completer, Pool, Waiter, WaiterWake};
+    use std::sync::Arc;
+    let lib = sim_lib().to_string_lossy().into_owned();
+    let cfg = kae::backend::hpre::settings::HpreConfig {
+        wd_lib: lib.clone(),
+        crypto_lib: lib,
+        timeout_ms: 10,
+        ..Default::default()
+    };
+    let key = Arc::new(
+        kae::rsa::ops::generate(
+            kae::rsa::KeyType::Rsa,
+            2048,
+            &kae::ffi::bn::BigNum::from_u64(65537).unwrap(),
+        )
+        .unwrap(),
+    );
+    let mut input = vec![3u8; key.size()];
+    input[0] = 0;
+    let backend = kae::backend::hpre::backend::start(&cfg).expect("start");
+    let pool = Pool::start_with(Box::new(backend), Arc::new(Completer::new())).unwrap();
+    let me = std::thread::current();
+    let waiters: Vec<Arc<Waiter>> = (0..4)
+        .map(|_| Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone())))))
+        .collect();
+    for w in &waiters {
+        let req = Request::new(OpKind::PrivateBlinded, key.clone(), &input, w.clone());
+        assert!(pool.submit(req).is_ok());
+    }
+    let t = std::time::Instant::now();
+    while !waiters.iter().all(|w| w.is_done()) && t.elapsed() < STALL {
+        std::thread::park_timeout(Duration::from_millis(5));
+    }
+    assert!(
+        waiters.iter().all(|w| w.is_done()),
+        "a request was never answered"
+    );
+    // The device answers 60 ms after each submission; nothing new is submitted.
+    std::thread::sleep(Duration::from_millis(400));
+    let s = sim_stats();
+    println!("sim: {s:?}");
+    assert!(s.submitted >= 4, "{s:?}");
+    assert_eq!(
+        s.callbacks, s.submitted,
+        "late completions were not polled while no request was in flight"
+    );
+    assert_eq!(s.in_flight, 0);
+    pool.shutdown();
+    assert_eq!(sim_stats().misuse, 0);
+}
+
+#[test]
+fn late_completions_are_collected_without_new_work() {
+    scenario(
+        "late-completions",
+        &[("KAE_SIM_LATENCY_US", "60000")],
+        &one_device(),
+    );
 }
 
 #[test]

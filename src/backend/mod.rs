@@ -84,6 +84,12 @@ pub trait Backend: Send + Sync {
     fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize;
     /// Requests submitted and not yet completed.
     fn in_flight(&self) -> usize;
+    /// Completions the backend still waits for although no request is in flight (HPRE's
+    /// timed-out requests, whose buffers the device may still write): the poller keeps
+    /// polling, with `poll_pause` between polls, until they come.
+    fn awaits_late_completions(&self) -> bool {
+        false
+    }
     /// True when completions must be fetched with `poll` by the pool's poller thread
     /// (hardware queues); false when the backend hands finished requests to the pool's
     /// `Completer` itself (CPU workers).

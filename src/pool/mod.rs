@@ -284,7 +284,7 @@ impl Pool {
             if self.backend_stopped.load(Ordering::Acquire) && self.backend.in_flight() == 0 {
                 return;
             }
-            if self.backend.in_flight() > 0 {
+            if self.backend.in_flight() > 0 || self.backend.awaits_late_completions() {
                 // Hardware needs time: pause between empty polls instead of spinning.
                 match self.backend.poll_pause() {
                     Some(d) if !d.is_zero() => std::thread::sleep(d),

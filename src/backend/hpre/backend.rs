@@ -40,6 +40,12 @@ struct InFlight {
     _session: Arc<KeySession>,
 }
 
+/// Most timed-out requests kept for a late completion (their buffers stay allocated until the
+/// device answers or UADK is torn down); beyond, HPRE takes no new request.
+pub const MAX_ZOMBIES: usize = 1024;
+/// Pause between polls when only timed-out requests are left.
+const LATE_POLL_PAUSE: Duration = Duration::from_millis(1);
+
 /// The raw pointer of a boxed `InFlight`, as an integer (it crosses threads through the
 /// pending table; only the poller thread and the submitter that made it dereference it).
 #[derive(Clone, Copy)]
@@ -48,8 +54,9 @@ struct InFlightPtr(usize);
 struct Shared {
     /// Submitted requests without a callback yet: id → (pointer, submission time).
     pending: Mutex<HashMap<u64, (InFlightPtr, Instant)>>,
-    /// Requests that timed out (failed over already) whose buffers UADK may still write.
-    zombies: Mutex<Vec<InFlightPtr>>,
+    /// Requests that timed out (failed over already) whose buffers UADK may still write, by
+    /// id; at most [`MAX_ZOMBIES`] (beyond, HPRE takes no new request).
+    zombies: Mutex<HashMap<u64, InFlightPtr>>,
     /// Finished requests for the next `poll` to hand to the pool.
     done: Mutex<Vec<Request>>,
     next_id: AtomicU64,
@@ -86,7 +93,7 @@ pub fn start(cfg: &HpreConfig) -> Result<HpreBackend, String> {
         uadk,
         shared: Arc::new(Shared {
             pending: Mutex::new(HashMap::new()),
-            zombies: Mutex::new(Vec::new()),
+            zombies: Mutex::new(HashMap::new()),
             done: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             in_flight: AtomicUsize::new(0),
@@ -152,6 +159,25 @@ impl Shared {
         );
     }
 
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (InFlightPtr, Instant)>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the timed-out requests left room for new ones (said once when they did not).
+    fn zombie_room(&self) -> bool {
+        let n = self.zombies.lock().unwrap_or_else(|e| e.into_inner()).len();
+        if n < MAX_ZOMBIES {
+            return true;
+        }
+        crate::logging::warn_rate_limited(
+            "hpre-zombies",
+            format_args!(
+                "HPRE: {n} timed-out requests still wait for the device; new requests go to the CPU"
+            ),
+        );
+        false
+    }
+
     /// One more request accepted (ours until `poll` hands it back).
     fn count_in(&self) {
         crate::stats::in_flight_add(1);
@@ -185,7 +211,7 @@ impl Shared {
             }
             *last = now;
         }
-        let expired: Vec<InFlightPtr> = {
+        let expired: Vec<(u64, InFlightPtr)> = {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             let ids: Vec<u64> = pending
                 .iter()
@@ -193,8 +219,7 @@ impl Shared {
                 .map(|(id, _)| *id)
                 .collect();
             ids.iter()
-                .filter_map(|id| pending.remove(id))
-                .map(|(p, _)| p)
+                .filter_map(|id| pending.remove(id).map(|(p, _)| (*id, p)))
                 .collect()
         };
         if expired.is_empty() {
@@ -210,7 +235,7 @@ impl Shared {
                 ),
             );
         }
-        for p in &expired {
+        for (_, p) in &expired {
             let ptr = p.0 as *mut InFlight;
             // SAFETY: removed from `pending` just now by us, so the callback (which removes
             // first) will not take its request; the box stays allocated (a zombie). Only the
@@ -253,11 +278,14 @@ unsafe extern "C" fn on_complete(copy: *mut c_void) {
         if !ours {
             // Timed out earlier (already redone on the CPU): the device is done with the
             // buffers now, so the zombie can go.
-            let mut z = shared.zombies.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(i) = z.iter().position(|p| p.0 == ptr) {
-                z.swap_remove(i);
-                // SAFETY: a zombie is owned by the zombie list, which we just left.
-                drop(unsafe { Box::from_raw(ptr as *mut InFlight) });
+            let zombie = shared
+                .zombies
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            if let Some(p) = zombie {
+                // SAFETY: a zombie is owned by the zombie list, which it just left.
+                drop(unsafe { Box::from_raw(p.0 as *mut InFlight) });
             }
             return;
         }
@@ -382,6 +410,7 @@ impl Backend for HpreBackend {
             && !self.shared.stop.load(Ordering::Acquire)
             && session::unsuitable(key).is_none()
             && !self.shared.resting()
+            && self.shared.zombie_room()
     }
 
     fn blinds_on_caller(&self) -> bool {
@@ -486,13 +515,7 @@ impl Backend for HpreBackend {
 
     fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
         let mut count = 0u32;
-        if !self
-            .shared
-            .pending
-            .lock()
-            .map(|p| p.is_empty())
-            .unwrap_or(true)
-        {
+        if !self.shared.lock_pending().is_empty() || self.awaits_late_completions() {
             // SAFETY: UADK's poll on this (initialised) generation, from the poller thread only.
             unsafe { (self.uadk.poll)(max.min(u32::MAX as usize) as u32, &mut count) };
         }
@@ -516,7 +539,21 @@ impl Backend for HpreBackend {
     }
 
     fn poll_pause(&self) -> Option<Duration> {
-        Some(Duration::from_micros(self.cfg.poll_us))
+        let only_late = self.shared.lock_pending().is_empty() && self.awaits_late_completions();
+        Some(if only_late {
+            LATE_POLL_PAUSE // nobody waits for these: no need to poll them often
+        } else {
+            Duration::from_micros(self.cfg.poll_us)
+        })
+    }
+
+    fn awaits_late_completions(&self) -> bool {
+        !self
+            .shared
+            .zombies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
     }
 
     fn shutdown(&self) {
@@ -556,7 +593,7 @@ impl Backend for HpreBackend {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
         );
-        for p in zombies {
+        for p in zombies.into_values() {
             // SAFETY: owned by the zombie list (taken out above); the device is gone.
             drop(unsafe { Box::from_raw(p.0 as *mut InFlight) });
         }

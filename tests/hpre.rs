@@ -24,11 +24,29 @@ const STALL: Duration = Duration::from_secs(20);
 /// Runs scenario `name` in a new process with kae on HPRE (the simulator) and `extra`
 /// settings; the fake sysfs lists `devices`. Returns what the process printed.
 fn scenario(name: &str, extra: &[(&str, &str)], devices: &[FakeDevice]) -> Output {
+    scenario_under(&[], name, extra, devices)
+}
+
+/// [`scenario`], the process started through `wrapper` (e.g. valgrind) when not empty.
+fn scenario_under(
+    wrapper: &[&str],
+    name: &str,
+    extra: &[(&str, &str)],
+    devices: &[FakeDevice],
+) -> Output {
     let dir = TempDir::new(&format!("hpre-{name}"));
     let sysfs = dir.join("sysfs");
     fake_sysfs(&sysfs, devices);
     let lib = sim_lib();
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = match wrapper.split_first() {
+        Some((prog, args)) => {
+            let mut c = Command::new(prog);
+            c.args(args).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
     cmd.args([
         "--exact",
         "child",
@@ -91,6 +109,7 @@ fn child() {
         "teardown" => teardown(),
         "late-refusal" => late_refusal(),
         "late-completions" => late_completions(),
+        "direct-give-up" => direct_give_up(),
         other => panic!("unknown scenario {other}"),
     }
     println!("SCENARIO {name} PASSED");
@@ -674,6 +693,56 @@ fn an_isolated_device_is_left_alone() {
 #[test]
 fn a_forked_child_initialises_its_own_uadk() {
     scenario("fork", &[("KAE_SIM_LATENCY_US", "100")], &one_device());
+}
+
+/// hpre-sync = direct, and UADK's sync call gives up while the device still holds the request
+/// (it writes the result 100 ms later): the operation is redone on the CPU, and kae keeps the
+/// buffers until UADK is torn down, so the late write lands in memory kae still owns. Run
+/// under valgrind, which reports a write into freed memory (it did before the fix).
+fn direct_give_up() {
+    let s0 = sim_stats();
+    let kp = keypair(2048);
+    let p = sig_params("pkcs1", None, None, None);
+    let msg = pattern(2048, 100);
+    let sig = ok(
+        digest_sign(kae(), &kp.kae, Some("SHA256"), &p, &msg),
+        "kae sign",
+    );
+    let want = ok(
+        digest_sign(reference(), &kp.reference, Some("SHA256"), &p, &msg),
+        "reference sign",
+    );
+    assert_eq!(sig, want, "the CPU redo gave another signature");
+    std::thread::sleep(Duration::from_millis(400)); // the late write happens now
+    let s1 = sim_stats();
+    println!("sim: {s1:?}");
+    assert!(s1.sync_calls > s0.sync_calls, "no sync call was made");
+}
+
+#[test]
+fn a_sync_call_that_gives_up_leaves_the_buffers_to_the_device() {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "valgrind is missing (CI installs it)"
+        );
+        eprintln!("SKIPPED: valgrind is not installed");
+        return;
+    }
+    scenario_under(
+        &[
+            "valgrind",
+            "--quiet",
+            "--error-exitcode=99",
+            "--errors-for-leak-kinds=none",
+        ],
+        "direct-give-up",
+        &[
+            ("KAE_HPRE_SYNC", "direct"),
+            ("KAE_SIM_SYNC_GIVE_UP_MS", "100"),
+        ],
+        &one_device(),
+    );
 }
 
 #[test]

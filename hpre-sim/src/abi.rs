@@ -86,6 +86,7 @@ pub const WD_RSA_VERIFY: u8 = 2;
 pub const EIO: c_int = 5;
 pub const ENOMEM: c_int = 12;
 pub const EBUSY: c_int = 16;
+pub const ETIMEDOUT: c_int = 110;
 pub const EEXIST: c_int = 17;
 pub const ENODEV: c_int = 19;
 pub const EINVAL: c_int = 22;

@@ -70,6 +70,9 @@
 //! * `KAE_SIM_COMPUTE=0`: no arithmetic; the result is the input.
 //! * `KAE_SIM_SLOW_REFUSAL_MS=M`: every async submission returns -5 after M ms (taking no lock
 //!   meanwhile): a caller that gives up on a request before the refusal comes back.
+//! * `KAE_SIM_SYNC_GIVE_UP_MS=M`: every sync call returns -110 (timed out) at once, and M ms
+//!   later the device writes the key size of bytes into its `dst`: a request that completes
+//!   after the caller gave up (the caller must keep the buffer until UADK is torn down).
 //!
 //! Completions are counted in one sequence (async device completions and sync calls); when
 //! several `*_EVERY` knobs hit the same completion, drop wins over error, error over wrong.
@@ -290,6 +293,7 @@ pub unsafe extern "C" fn wd_rsa_init2_(
         }
         register_atfork();
         SLOW_REFUSAL_MS.store(device::knob("KAE_SIM_SLOW_REFUSAL_MS", 0), SeqCst);
+        SYNC_GIVE_UP_MS.store(device::knob("KAE_SIM_SYNC_GIVE_UP_MS", 0), SeqCst);
         match Runtime::start(Config::from_env(asyn, sync)) {
             Ok(rt) => {
                 g.rt = Some(rt);
@@ -563,8 +567,21 @@ pub unsafe extern "C" fn wd_do_rsa_sync(sess: handle_t, req: *mut wd_rsa_req) ->
             Err(Refused::Busy) => return -EBUSY,
             Ok(()) => {}
         }
-        let start = Instant::now();
         let kb = u.key_bytes();
+        let give_up = SYNC_GIVE_UP_MS.load(SeqCst);
+        if give_up > 0 {
+            // The call gives up at once; the device writes the result later, as a request
+            // still queued on hardware would.
+            let dst = r.dst as usize;
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(give_up));
+                // SAFETY: none: this is the write into a buffer its owner may have freed,
+                // which the caller must keep alive (what the mode tests).
+                unsafe { core::ptr::write_bytes(dst as *mut u8, 0x5a, kb) };
+            });
+            return -ETIMEDOUT;
+        }
+        let start = Instant::now();
         // SAFETY: `src` is readable for src_bytes == key bytes (API contract, checked above).
         let computed =
             unsafe { device::run_op(u.rt.cfg.compute, r.op_type, &u.key, r.src as *const u8, kb) };
@@ -649,6 +666,8 @@ pub unsafe extern "C" fn wd_do_rsa_async(sess: handle_t, req: *mut wd_rsa_req) -
 
 /// `KAE_SIM_SLOW_REFUSAL_MS` of the last init (0: off).
 static SLOW_REFUSAL_MS: AtomicU64 = AtomicU64::new(0);
+/// `KAE_SIM_SYNC_GIVE_UP_MS` of the last init (0: off).
+static SYNC_GIVE_UP_MS: AtomicU64 = AtomicU64::new(0);
 
 /// `int wd_rsa_poll(__u32 expt, __u32 *count)`: delivers up to `expt` ready completions on this
 /// thread, adds their number to `*count`, returns 0.

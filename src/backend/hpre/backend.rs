@@ -57,6 +57,9 @@ struct Shared {
     /// Requests that timed out (failed over already) whose buffers UADK may still write, by
     /// id; at most [`MAX_ZOMBIES`] (beyond, HPRE takes no new request).
     zombies: Mutex<HashMap<u64, InFlightPtr>>,
+    /// Buffers of synchronous calls that failed (UADK may give up while the device still holds
+    /// the request and writes its result later): kept until UADK is torn down.
+    abandoned: Mutex<Vec<(Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>)>>,
     /// Finished requests for the next `poll` to hand to the pool.
     done: Mutex<Vec<Request>>,
     next_id: AtomicU64,
@@ -94,6 +97,7 @@ pub fn start(cfg: &HpreConfig) -> Result<HpreBackend, String> {
         shared: Arc::new(Shared {
             pending: Mutex::new(HashMap::new()),
             zombies: Mutex::new(HashMap::new()),
+            abandoned: Mutex::new(Vec::new()),
             done: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             in_flight: AtomicUsize::new(0),
@@ -165,7 +169,12 @@ impl Shared {
 
     /// Whether the timed-out requests left room for new ones (said once when they did not).
     fn zombie_room(&self) -> bool {
-        let n = self.zombies.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let n = self.zombies.lock().unwrap_or_else(|e| e.into_inner()).len()
+            + self
+                .abandoned
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len();
         if n < MAX_ZOMBIES {
             return true;
         }
@@ -395,6 +404,14 @@ impl HpreBackend {
                 ),
             );
             req.result = Err(KaeError::BackendFailure);
+            // The device may still hold it (a timeout) and write `dst` later, by address:
+            // the buffers stay allocated until UADK is torn down (moving a Vec keeps its heap
+            // buffer where it is).
+            self.shared
+                .abandoned
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((src, dst));
         }
         true
     }
@@ -597,6 +614,11 @@ impl Backend for HpreBackend {
             // SAFETY: owned by the zombie list (taken out above); the device is gone.
             drop(unsafe { Box::from_raw(p.0 as *mut InFlight) });
         }
+        self.shared
+            .abandoned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     fn high_water(&self) -> usize {

@@ -26,17 +26,16 @@ pub fn start_ticks_of(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// Effective uid of a live process (the second field of `Uid:` in its status), None if it
-/// does not exist.
-pub fn euid_of(pid: u32) -> Option<u32> {
+/// The uids of a live process (real, effective, saved, filesystem: `Uid:` in its status),
+/// None if it does not exist.
+pub fn uids_of(pid: u32) -> Option<Vec<u32>> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("Uid:"))?
         .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+        .map(|u| u.parse().ok())
+        .collect()
 }
 
 /// What a look at the pages found.
@@ -51,9 +50,9 @@ pub struct Scan {
 }
 
 /// The pages of live processes under `root`: every user directory this process may read
-/// (all of them for root). A page is shown only from the directory of the uid its process
-/// runs as (a user cannot speak for another user's process, nor hide one by a page of the
-/// same pid in their own directory: the skip is reported in `problems`). Only regular files of the exact page size are read, never through
+/// (all of them for root). A page is shown only from root's directory or from that of a uid
+/// its process runs as (a user cannot speak for another user's process, nor hide one by a
+/// page of the same pid in their own directory: the skip is reported in `problems`). Only regular files of the exact page size are read, never through
 /// a symlink and never blocking (see [`files`]). Pages of dead processes (or of a pid now
 /// used by another process) and pages a process moved away from are skipped, and removed
 /// when `remove_stale` is set.
@@ -129,15 +128,17 @@ pub fn scan(root: &std::path::Path, remove_stale: bool) -> Scan {
                 }
                 continue;
             }
-            // A page speaks for its pid only from that process's own directory: one in
-            // another user's (written by that user) is a forgery, not shown.
-            let runs_as = euid_of(pid);
-            if runs_as != Some(uid) {
+            // A page speaks for its pid only from the directory of a uid that process runs as
+            // (any of its uids: it may have published before a setuid) or from root's (only
+            // root writes there: an nginx worker published as root, then became www-data). One
+            // in another user's directory (written by that user) is a forgery, not shown.
+            let uids = uids_of(pid).unwrap_or_default();
+            if uid != 0 && !uids.contains(&uid) {
                 out.problems.push(format!(
                     "skipped {}/{uid}/{}: it names pid {pid}, which runs as uid {}",
                     root.display(),
                     name.to_string_lossy(),
-                    runs_as.map_or("?".to_string(), |u| u.to_string())
+                    uids.get(1).map_or("?".to_string(), |u| u.to_string())
                 ));
                 continue;
             }

@@ -12,7 +12,7 @@
 //!
 //! Results are always fully reduced (`< m`), so widths never shrink with the value.
 
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 /// A value derived from secrets that is public by design (a prime's width, whether the fault
 /// check passed): marked defined for the secret-taint check, then returned. Only the
@@ -54,6 +54,9 @@ fn sbb(a: u64, b: u64, borrow: u64) -> (u64, u64) {
     let d = (a as u128).wrapping_sub(b as u128 + borrow as u128);
     (d as u64, ((d >> 64) as u64) & 1)
 }
+
+/// Working limbs of [`Modulus::mont_mul`] kept on the stack: 3w + 1 for w ≤ 64 (4096 bits).
+const MONT_STACK_LIMBS: usize = 3 * 64 + 1;
 
 /// A 192-bit column accumulator for [`Modulus::mont_mul`]: a 128-bit sum and the count of
 /// its overflows (at most 2w products per column: far below 2^64). Kept in registers: it is
@@ -165,13 +168,22 @@ impl Modulus {
     pub fn mont_mul(&self, a: &[u64], b: &[u64]) -> Limbs {
         let w = self.width();
         let m = &self.m[..];
+        // Working limbs (a padded, q, t) in one buffer, on the stack up to 4096-bit moduli:
+        // no allocation per product. Wiped before returning.
+        let mut on_stack = [0u64; MONT_STACK_LIMBS];
+        let mut on_heap: Vec<u64>;
+        let buf: &mut [u64] = if 3 * w + 1 <= MONT_STACK_LIMBS {
+            &mut on_stack[..3 * w + 1]
+        } else {
+            on_heap = vec![0u64; 3 * w + 1];
+            &mut on_heap
+        };
+        let (a_full, rest) = buf.split_at_mut(w);
+        let (q, t) = rest.split_at_mut(w);
         // Missing limbs of a (a public length) read as zero.
-        let mut a_full: Limbs = Zeroizing::new(vec![0u64; w]);
         let n = a.len().min(w);
         a_full[..n].copy_from_slice(&a[..n]);
         let (a, b) = (&a_full[..], &b[..w]);
-        let mut q: Limbs = Zeroizing::new(vec![0u64; w]);
-        let mut t: Limbs = Zeroizing::new(vec![0u64; w + 1]);
         let mut acc = Acc::default();
         for i in 0..w {
             // Column i: a_j·b_(i−j) for j ≤ i, q_j·m_(i−j) for j < i.
@@ -208,6 +220,7 @@ impl Modulus {
         for (ri, &ti) in r.iter_mut().zip(t.iter()) {
             *ri = select(keep, *ri, ti);
         }
+        buf.zeroize();
         r
     }
 
@@ -401,7 +414,8 @@ mod tests {
     #[test]
     fn mont_mul_reduce_sub_match_the_oracle() {
         let mut g = Rng(0xdead_beef_cafe_f00d);
-        for w in [1usize, 2, 4, 16] {
+        // 65 limbs: above what `mont_mul` keeps on the stack.
+        for w in [1usize, 2, 4, 16, 64, 65] {
             let m = g.odd(w);
             let md = modulus(&m, w);
             let r = BigUint::from(1u8) << (64 * w);

@@ -106,6 +106,13 @@ pub(crate) struct Modulus<V: Lanes, const N: usize> {
 }
 
 impl<V: Lanes, const N: usize> Modulus<V, N> {
+    /// q making the row's low limb `low` vanish, and the carry out of that limb.
+    #[inline(always)]
+    fn q_and_carry(&self, low: V) -> (V, V) {
+        let q = V::zero().madd52lo(low, self.k0);
+        (q, low.madd52lo(self.m[0], q).shr::<52>())
+    }
+
     /// r = a·b/R mod m, below 2m, for a, b below 2m (or a < R and b < m). One row per limb
     /// b_i on the accumulators (limbs i..i+N of the running sum), in a single pass: q makes
     /// limb 0 vanish, then each accumulator takes the low halves of its own column (a_j·b_i,
@@ -119,9 +126,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
         let m = &self.m;
         let mut acc = [V::zero(); N];
         for &bi in b.iter() {
-            let low = acc[0].madd52lo(a[0], bi);
-            let q = V::zero().madd52lo(low, self.k0);
-            let carry = low.madd52lo(m[0], q).shr::<52>();
+            let (q, carry) = self.q_and_carry(acc[0].madd52lo(a[0], bi));
             unroll!(V: j in 1..N, {
                 acc[j - 1] = acc[j]
                     .madd52lo(a[j], bi)
@@ -148,37 +153,13 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             return self.sqr_one_pass(a, r);
         }
         let m = &self.m;
-        let mask = V::splat(MASK52);
-        // d = 2a, normalised; a < 2^(52N-1), so 2a needs no limb N.
-        let mut d = [V::zero(); N];
-        unroll_short!(V: j in 0..N, {
-            d[j] = a[j].shl::<1>().and(mask);
-            if j > 0 {
-                d[j] = d[j].or(a[j - 1].shr::<51>());
-            }
-        });
+        let d = doubled(a);
         let mut acc = [V::zero(); N];
         unroll_short!(V: i in 0..N, {
             let ai = a[i];
-            // Row i multiplies a_i by a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...): limb i is a_i, limb
-            // i+1 the low 52 bits of 2·a_(i+1) (no carry in from a_i), limbs above are d's.
-            let low_double = if i + 1 < N { a[i + 1].shl::<1>().and(mask) } else { V::zero() };
-            let t = |j: usize| {
-                if j == i {
-                    ai
-                } else if j == i + 1 {
-                    low_double
-                } else {
-                    d[j]
-                }
-            };
+            let t = |j: usize| square_row_limb(a, &d, i, j);
             // One pass per row as in `mul`, the terms of q last (they wait for it).
-            let mut low = acc[0];
-            if i == 0 {
-                low = low.madd52lo(ai, ai);
-            }
-            let q = V::zero().madd52lo(low, self.k0);
-            let carry = low.madd52lo(m[0], q).shr::<52>();
+            let (q, carry) = self.q_and_carry(if i == 0 { acc[0].madd52lo(ai, ai) } else { acc[0] });
             unroll_short!(V: j in 1..N, {
                 let mut v = acc[j];
                 if j >= i {
@@ -203,36 +184,16 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     #[inline(always)]
     fn sqr_one_pass(&self, a: &[V; N], r: &mut [V; N]) {
         let m = &self.m;
-        let mask = V::splat(MASK52);
-        let mut d = [V::zero(); N];
-        d[0] = a[0].shl::<1>().and(mask);
-        for j in 1..N {
-            d[j] = a[j].shl::<1>().and(mask).or(a[j - 1].shr::<51>());
-        }
+        let d = doubled(a);
         let mut acc = [V::zero(); N];
         for i in 0..N {
             let ai = a[i];
-            let low_double = if i + 1 < N {
-                a[i + 1].shl::<1>().and(mask)
+            let t = |j: usize| square_row_limb(a, &d, i, j);
+            let (q, carry) = self.q_and_carry(if i == 0 {
+                acc[0].madd52lo(ai, ai)
             } else {
-                V::zero()
-            };
-            // Limb j of row i's multiplier (j ≥ i).
-            let t = |j: usize| {
-                if j == i {
-                    ai
-                } else if j == i + 1 {
-                    low_double
-                } else {
-                    d[j]
-                }
-            };
-            let mut low = acc[0];
-            if i == 0 {
-                low = low.madd52lo(ai, ai);
-            }
-            let q = V::zero().madd52lo(low, self.k0);
-            let carry = low.madd52lo(m[0], q).shr::<52>();
+                acc[0]
+            });
             // Limbs below the row's start: the reduction's terms only.
             // Each limb of m and d is loaded once per row: the one below is carried along.
             let mut m_below = m[0];
@@ -316,6 +277,34 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             x = y;
         }
         self.sub_if_ge(&x)
+    }
+}
+
+/// d = 2a, normalised; a < 2^(52N-1), so 2a needs no limb N.
+#[inline(always)]
+fn doubled<V: Lanes, const N: usize>(a: &[V; N]) -> [V; N] {
+    let mask = V::splat(MASK52);
+    let mut d = [V::zero(); N];
+    unroll!(V: j in 0..N, {
+        d[j] = a[j].shl::<1>().and(mask);
+        if j > 0 {
+            d[j] = d[j].or(a[j - 1].shr::<51>());
+        }
+    });
+    d
+}
+
+/// Limb j (≥ i) of row i's multiplier in a squaring, a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...):
+/// limb i is a_i, limb i+1 the low 52 bits of 2·a_(i+1) (no carry in from a_i), limbs above
+/// are those of `d` = [`doubled`]`(a)`.
+#[inline(always)]
+fn square_row_limb<V: Lanes, const N: usize>(a: &[V; N], d: &[V; N], i: usize, j: usize) -> V {
+    if j == i {
+        a[i]
+    } else if j == i + 1 {
+        a[j].shl::<1>().and(V::splat(MASK52))
+    } else {
+        d[j]
     }
 }
 

@@ -444,44 +444,94 @@ fn fork_child() {
     assert_eq!(sim_stats().misuse, 0);
 }
 
+/// kae's pool around the HPRE backend on the simulator, driven directly (the provider is not
+/// loaded): a 2048-bit key and an input below its modulus, for private requests.
+struct DirectPool {
+    cfg: kae::backend::hpre::settings::HpreConfig,
+    key: std::sync::Arc<kae::rsa::RsaKey>,
+    input: Vec<u8>,
+}
+
+impl DirectPool {
+    fn new(timeout_ms: u64) -> DirectPool {
+        let lib = sim_lib().to_string_lossy().into_owned();
+        let key = std::sync::Arc::new(
+            kae::rsa::ops::generate(
+                kae::rsa::KeyType::Rsa,
+                2048,
+                &kae::ffi::bn::BigNum::from_u64(65537).unwrap(),
+            )
+            .unwrap(),
+        );
+        let mut input = vec![3u8; key.size()];
+        input[0] = 0;
+        DirectPool {
+            cfg: kae::backend::hpre::settings::HpreConfig {
+                wd_lib: lib.clone(),
+                crypto_lib: lib,
+                timeout_ms,
+                ..Default::default()
+            },
+            key,
+            input,
+        }
+    }
+
+    fn start(&self) -> std::sync::Arc<kae::pool::Pool> {
+        let backend = kae::backend::hpre::backend::start(&self.cfg).expect("start");
+        kae::pool::Pool::start_with(
+            Box::new(backend),
+            std::sync::Arc::new(kae::pool::Completer::new()),
+        )
+        .unwrap()
+    }
+
+    /// Submits `n` private requests waking this thread; each one's waiter and whether the
+    /// pool took it.
+    fn submit(
+        &self,
+        pool: &kae::pool::Pool,
+        n: usize,
+    ) -> Vec<(std::sync::Arc<kae::pool::Waiter>, bool)> {
+        use kae::pool::{Waiter, WaiterWake};
+        let me = std::thread::current();
+        (0..n)
+            .map(|_| {
+                let w = std::sync::Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone()))));
+                let req = kae::backend::Request::new(
+                    kae::backend::OpKind::PrivateBlinded,
+                    self.key.clone(),
+                    &self.input,
+                    w.clone(),
+                );
+                let taken = pool.submit(req).is_ok();
+                (w, taken)
+            })
+            .collect()
+    }
+}
+
+/// Parks until every waiter is done or `STALL` passed; whether all are done.
+fn all_answered(waiters: &[(std::sync::Arc<kae::pool::Waiter>, bool)]) -> bool {
+    let t = std::time::Instant::now();
+    while !waiters.iter().all(|(w, _)| w.is_done()) && t.elapsed() < STALL {
+        std::thread::park_timeout(Duration::from_millis(5));
+    }
+    waiters.iter().all(|(w, _)| w.is_done())
+}
+
 /// Stopping the backend with requests in flight (some of which the device never completes):
 /// every waiter gets an answer, UADK is torn down, and a new start works. Drives kae's pool
 /// directly (the provider is not loaded in this process).
 fn teardown() {
-    use kae::backend::{OpKind, Request};
-    use kae::pool::{Completer, Pool, Waiter, WaiterWake};
-    use std::sync::Arc;
-    let lib = sim_lib().to_string_lossy().into_owned();
-    let cfg = kae::backend::hpre::settings::HpreConfig {
-        wd_lib: lib.clone(),
-        crypto_lib: lib,
-        timeout_ms: 300,
-        ..Default::default()
-    };
-    let key = Arc::new(
-        kae::rsa::ops::generate(
-            kae::rsa::KeyType::Rsa,
-            2048,
-            &kae::ffi::bn::BigNum::from_u64(65537).unwrap(),
-        )
-        .unwrap(),
-    );
-    let mut input = vec![3u8; key.size()];
-    input[0] = 0;
+    let direct = DirectPool::new(300);
     for round in 1..=3u64 {
-        let backend = kae::backend::hpre::backend::start(&cfg).expect("start");
-        let pool = Pool::start_with(Box::new(backend), Arc::new(Completer::new())).unwrap();
-        let me = std::thread::current();
-        let waiters: Vec<Arc<Waiter>> = (0..32)
-            .map(|_| Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone())))))
-            .collect();
-        for w in &waiters {
-            let req = Request::new(OpKind::PrivateBlinded, key.clone(), &input, w.clone());
-            assert!(
-                pool.submit(req).is_ok(),
-                "the simulator's queue is deep enough"
-            );
-        }
+        let pool = direct.start();
+        let waiters = direct.submit(&pool, 32);
+        assert!(
+            waiters.iter().all(|(_, taken)| *taken),
+            "the simulator's queue is deep enough"
+        );
         assert!(
             sim_stats().in_flight > 0,
             "nothing was in flight at teardown"
@@ -490,7 +540,7 @@ fn teardown() {
         pool.shutdown();
         println!("round {round}: shutdown took {:?}", t.elapsed());
         assert!(t.elapsed() < Duration::from_secs(5));
-        for w in &waiters {
+        for (w, _) in &waiters {
             assert!(w.is_done(), "a request was never answered");
         }
         let s = sim_stats();
@@ -506,44 +556,10 @@ fn teardown() {
 /// in-flight count comes back to 0 (it was decremented twice, wrapped, and the stop waited for
 /// it forever), and the pool stops.
 fn late_refusal() {
-    use kae::backend::{OpKind, Request};
-    use kae::pool::{Completer, Pool, Waiter, WaiterWake};
-    use std::sync::Arc;
-    let lib = sim_lib().to_string_lossy().into_owned();
-    let cfg = kae::backend::hpre::settings::HpreConfig {
-        wd_lib: lib.clone(),
-        crypto_lib: lib,
-        timeout_ms: 20,
-        ..Default::default()
-    };
-    let key = Arc::new(
-        kae::rsa::ops::generate(
-            kae::rsa::KeyType::Rsa,
-            2048,
-            &kae::ffi::bn::BigNum::from_u64(65537).unwrap(),
-        )
-        .unwrap(),
-    );
-    let mut input = vec![3u8; key.size()];
-    input[0] = 0;
-    let backend = kae::backend::hpre::backend::start(&cfg).expect("start");
-    let pool = Pool::start_with(Box::new(backend), Arc::new(Completer::new())).unwrap();
-    let me = std::thread::current();
-    let waiters: Vec<Arc<Waiter>> = (0..2)
-        .map(|_| Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone())))))
-        .collect();
-    for w in &waiters {
-        let req = Request::new(OpKind::PrivateBlinded, key.clone(), &input, w.clone());
-        let _ = pool.submit(req);
-    }
-    let t = std::time::Instant::now();
-    while !waiters.iter().all(|w| w.is_done()) && t.elapsed() < STALL {
-        std::thread::park_timeout(Duration::from_millis(10));
-    }
-    assert!(
-        waiters.iter().all(|w| w.is_done()),
-        "a request was never answered"
-    );
+    let direct = DirectPool::new(20);
+    let pool = direct.start();
+    let waiters = direct.submit(&pool, 2);
+    assert!(all_answered(&waiters), "a request was never answered");
     std::thread::sleep(Duration::from_millis(300)); // the late refusals come back
     let t = std::time::Instant::now();
     let stopper = std::thread::spawn(move || pool.shutdown());
@@ -564,44 +580,11 @@ fn late_refusal() {
 /// poller keeps polling for them, so their completions are collected (and their buffers freed)
 /// instead of waiting for the next request or for teardown.
 fn late_completions() {
-    use kae::backend::{OpKind, Request};
-    use kae::pool::{Completer, Pool, Waiter, WaiterWake};
-    use std::sync::Arc;
-    let lib = sim_lib().to_string_lossy().into_owned();
-    let cfg = kae::backend::hpre::settings::HpreConfig {
-        wd_lib: lib.clone(),
-        crypto_lib: lib,
-        timeout_ms: 10,
-        ..Default::default()
-    };
-    let key = Arc::new(
-        kae::rsa::ops::generate(
-            kae::rsa::KeyType::Rsa,
-            2048,
-            &kae::ffi::bn::BigNum::from_u64(65537).unwrap(),
-        )
-        .unwrap(),
-    );
-    let mut input = vec![3u8; key.size()];
-    input[0] = 0;
-    let backend = kae::backend::hpre::backend::start(&cfg).expect("start");
-    let pool = Pool::start_with(Box::new(backend), Arc::new(Completer::new())).unwrap();
-    let me = std::thread::current();
-    let waiters: Vec<Arc<Waiter>> = (0..4)
-        .map(|_| Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone())))))
-        .collect();
-    for w in &waiters {
-        let req = Request::new(OpKind::PrivateBlinded, key.clone(), &input, w.clone());
-        assert!(pool.submit(req).is_ok());
-    }
-    let t = std::time::Instant::now();
-    while !waiters.iter().all(|w| w.is_done()) && t.elapsed() < STALL {
-        std::thread::park_timeout(Duration::from_millis(5));
-    }
-    assert!(
-        waiters.iter().all(|w| w.is_done()),
-        "a request was never answered"
-    );
+    let direct = DirectPool::new(10);
+    let pool = direct.start();
+    let waiters = direct.submit(&pool, 4);
+    assert!(waiters.iter().all(|(_, taken)| *taken));
+    assert!(all_answered(&waiters), "a request was never answered");
     // The device answers 60 ms after each submission; nothing new is submitted.
     std::thread::sleep(Duration::from_millis(400));
     let s = sim_stats();

@@ -346,18 +346,24 @@ pub fn mod_exp_prepared(
     }
     let n = size.limbs52();
     // Lanes past `lanes.len()` repeat lane 0.
-    let lane = |i: usize| &lanes[if i < lanes.len() { i } else { 0 }];
-    let mut m = Zeroizing::new(vec![[0u64; LANES]; n]);
-    let mut rr = Zeroizing::new(vec![[0u64; LANES]; n]);
+    // Lanes past `lanes.len()` repeat lane 0 (as `interleave` does).
     let mut k0 = Zeroizing::new([0u64; LANES]);
-    for i in 0..LANES {
-        let p = lane(i).modulus;
-        for j in 0..n {
-            m[j][i] = p.limbs[j];
-            rr[j][i] = p.rr[j];
-        }
-        k0[i] = *p.k0;
+    for (i, k) in k0.iter_mut().enumerate() {
+        *k = *lanes[if i < lanes.len() { i } else { 0 }].modulus.k0;
     }
+    let m = interleave(
+        &lanes
+            .iter()
+            .map(|l| &l.modulus.limbs[..])
+            .collect::<Vec<_>>(),
+        false,
+        n,
+    );
+    let rr = interleave(
+        &lanes.iter().map(|l| &l.modulus.rr[..]).collect::<Vec<_>>(),
+        false,
+        n,
+    );
     let b = interleave(&lanes.iter().map(|l| l.base).collect::<Vec<_>>(), true, n);
     let e = interleave(
         &lanes.iter().map(|l| l.exp).collect::<Vec<_>>(),

@@ -71,6 +71,9 @@ struct Shared {
     /// Submissions since the flusher last took a batch.
     since_flush: AtomicU32,
     probes: AtomicU32,
+    /// Tests: the flusher takes nothing while set (what is pending stays pending).
+    #[cfg(test)]
+    hold: AtomicBool,
     shape: Shape,
     compute: BatchFn,
     completer: Arc<Completer>,
@@ -107,6 +110,8 @@ impl Gather {
             solo: AtomicU32::new(0),
             since_flush: AtomicU32::new(0),
             probes: AtomicU32::new(0),
+            #[cfg(test)]
+            hold: AtomicBool::new(false),
             shape,
             compute,
             completer,
@@ -285,6 +290,11 @@ fn flusher_loop(s: &Shared) {
         loop {
             if s.len.load(Ordering::Acquire) == 0 || s.stop.load(Ordering::Acquire) {
                 break; // a submitter filled the batch and took it, or shutdown drains
+            }
+            #[cfg(test)]
+            if s.hold.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_micros(50));
+                continue;
             }
             let since_last = s
                 .now_us()
@@ -465,12 +475,15 @@ mod tests {
         // Solo now: most lone requests are refused, one in PROBE_EVERY is let through.
         let wanted = (0..PROBE_EVERY * 4).filter(|_| g.wants()).count();
         assert_eq!(wanted, 4);
-        // A probe that finds company ends solo mode at once.
+        // A probe that finds company ends solo mode at once (the flusher held meanwhile: a
+        // probe is flushed after 60 µs, which a loaded host can take between two lines).
         let (r1, w1) = request(&k, 1);
         let (r2, w2) = request(&k, 2);
+        g.shared.hold.store(true, Ordering::Release);
         assert!(g.submit(r1).is_ok());
         assert!(g.wants(), "others pending: gather");
         assert!(g.submit(r2).is_ok());
+        g.shared.hold.store(false, Ordering::Release);
         assert!(w1.done_within(Duration::from_secs(20)) && w2.done_within(Duration::from_secs(20)));
         assert!(g.wants(), "company ended solo mode");
         g.shutdown();
@@ -520,7 +533,8 @@ mod tests {
         assert!(w1.done_within(Duration::from_secs(20)) && w2.done_within(Duration::from_secs(20)));
         let wanted = (0..PROBE_EVERY).filter(|_| g.wants()).count();
         assert_eq!(wanted, 1, "one more pair did not end solo mode");
-        // ...three of a class end it at once.
+        // ...three of a class end it at once (the flusher held while they arrive).
+        g.shared.hold.store(true, Ordering::Release);
         let reqs: Vec<_> = (0..3).map(|t| request(&k, 110 + t)).collect();
         let waiters: Vec<_> = reqs
             .into_iter()
@@ -530,6 +544,7 @@ mod tests {
             })
             .collect();
         assert!(g.wants(), "company enough to fill a call ended solo mode");
+        g.shared.hold.store(false, Ordering::Release);
         for w in waiters {
             assert!(w.done_within(Duration::from_secs(20)));
         }

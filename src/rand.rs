@@ -16,7 +16,7 @@
 //! the private context's own chain, which reseeds after `fork()` by itself.
 
 use crate::error::KaeError;
-use crate::ffi::params::{Params, ParamsMut};
+use crate::ffi::params::Params;
 use crate::ffi::sys::*;
 use crate::ffi::{guard, guard_ptr, Core};
 use crate::provider::{ProvCtx, Table};
@@ -53,7 +53,8 @@ fn fetch(prov: &ProvCtx, alg: usize) -> Result<*mut EVP_RAND, KaeError> {
     if ctx.is_null() {
         return Err(KaeError::DefaultProviderUnavailable);
     }
-    // SAFETY: a library context we own; static names.
+    // SAFETY: ctx is our private library context (non-NULL, checked above), freed only at teardown
+    // after every generator; the name and property query are static C strings.
     let r = unsafe { EVP_RAND_fetch(ctx, NAMES[alg].as_ptr(), c"provider=default".as_ptr()) };
     if r.is_null() {
         Err(KaeError::FetchFailed)
@@ -81,7 +82,8 @@ fn forwarded(params: &Params<'_>) -> Vec<OSSL_PARAM> {
 /// # Safety
 /// `ctx` is NULL or a pointer our `newctx` returned and the core has not freed.
 unsafe fn rand_ref<'a>(ctx: *mut c_void) -> Option<&'a RandCtx> {
-    // SAFETY: caller contract.
+    // SAFETY: per the caller's contract ctx is NULL or a live Box<RandCtx> leaked by newctx;
+    // RandCtx is never mutated after creation, so a shared borrow is sound while ctx is in use.
     unsafe { (ctx as *const RandCtx).as_ref() }
 }
 
@@ -94,7 +96,7 @@ unsafe extern "C" fn rand_newctx<const ALG: usize>(
     _parent: *mut c_void,
     _parent_calls: *const OSSL_DISPATCH,
 ) -> *mut c_void {
-    // SAFETY: registry lookup.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let prov = unsafe { ProvCtx::clone_arc(provctx) };
     let core = prov.as_ref().map(|p| p.core);
     guard_ptr(core.as_ref(), || -> Result<*mut c_void, KaeError> {
@@ -134,13 +136,15 @@ unsafe extern "C" fn rand_instantiate(
     pstr_len: usize,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: the core's contract.
+    // SAFETY: the core passes back the pointer our newctx returned (or NULL) and never uses it
+    // after freectx, which is what rand_ref asks.
     let c = unsafe { rand_ref(ctx) };
     guard(core_of(c).as_ref(), 0, || -> Result<c_int, KaeError> {
         let c = c.ok_or(KaeError::NullParameter)?;
-        // SAFETY: a core parameter array or NULL.
+        // SAFETY: the core's params is NULL or a terminated OSSL_PARAM array valid for the call.
         let fwd = forwarded(&unsafe { Params::from_ptr(params) });
-        // SAFETY: our generator; the caller's buffers as given.
+        // SAFETY: c.inner is the live EVP_RAND_CTX owned by RandCtx; the buffers and lengths are
+        // the core's, passed on unchanged under the same contract EVP_RAND documents.
         let ok = unsafe {
             EVP_RAND_instantiate(
                 c.inner,
@@ -160,10 +164,11 @@ unsafe extern "C" fn rand_instantiate(
 }
 
 unsafe extern "C" fn rand_uninstantiate(ctx: *mut c_void) -> c_int {
-    // SAFETY: the core's contract.
+    // SAFETY: as in rand_instantiate: ctx is our newctx's pointer or NULL, not yet freed.
     let c = unsafe { rand_ref(ctx) };
-    // SAFETY: our generator.
     guard(core_of(c).as_ref(), 0, || {
+        // SAFETY: c.inner is the EVP_RAND_CTX our newctx created; RandCtx owns it and frees it
+        // only on drop (freectx), which the core never calls while it still uses ctx.
         c.map(|c| unsafe { EVP_RAND_uninstantiate(c.inner) })
             .ok_or(KaeError::NullParameter)
     })
@@ -178,11 +183,12 @@ unsafe extern "C" fn rand_generate(
     addin: *const c_uchar,
     addin_len: usize,
 ) -> c_int {
-    // SAFETY: the core's contract.
+    // SAFETY: as in rand_instantiate: ctx is our newctx's pointer or NULL, not yet freed.
     let c = unsafe { rand_ref(ctx) };
     guard(core_of(c).as_ref(), 0, || -> Result<c_int, KaeError> {
         let c = c.ok_or(KaeError::NullParameter)?;
-        // SAFETY: our generator; the caller's buffers as given.
+        // SAFETY: c.inner is the live EVP_RAND_CTX owned by RandCtx; the buffers and lengths are
+        // the core's, passed on unchanged under the same contract EVP_RAND documents.
         let ok = unsafe {
             EVP_RAND_generate(
                 c.inner,
@@ -210,10 +216,11 @@ unsafe extern "C" fn rand_reseed(
     addin: *const c_uchar,
     addin_len: usize,
 ) -> c_int {
-    // SAFETY: the core's contract.
+    // SAFETY: as in rand_instantiate: ctx is our newctx's pointer or NULL, not yet freed.
     let c = unsafe { rand_ref(ctx) };
     guard(core_of(c).as_ref(), 0, || {
-        // SAFETY: our generator; the caller's buffers as given.
+        // SAFETY: c.inner is the live EVP_RAND_CTX owned by RandCtx; the buffers and lengths are
+        // the core's, passed on unchanged under the same contract EVP_RAND documents.
         c.map(|c| unsafe {
             EVP_RAND_reseed(
                 c.inner,
@@ -229,35 +236,35 @@ unsafe extern "C" fn rand_reseed(
 }
 
 unsafe extern "C" fn rand_enable_locking(ctx: *mut c_void) -> c_int {
-    // SAFETY: the core's contract.
+    // SAFETY: as in rand_instantiate: ctx is our newctx's pointer or NULL, not yet freed.
     let c = unsafe { rand_ref(ctx) };
-    // SAFETY: our generator.
     guard(core_of(c).as_ref(), 0, || {
+        // SAFETY: c.inner is the live EVP_RAND_CTX owned by RandCtx (freed only on drop).
         c.map(|c| unsafe { EVP_RAND_enable_locking(c.inner) })
             .ok_or(KaeError::NullParameter)
     })
 }
 
 unsafe extern "C" fn rand_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: the core's contract.
+    // SAFETY: as in rand_instantiate: ctx is our newctx's pointer or NULL, not yet freed.
     let c = unsafe { rand_ref(ctx) };
     guard(core_of(c).as_ref(), 0, || -> Result<c_int, KaeError> {
         let c = c.ok_or(KaeError::NullParameter)?;
-        // SAFETY: validates the array shape before forwarding it.
-        let _ = unsafe { ParamsMut::from_ptr(params) };
-        // SAFETY: our generator and the caller's array.
+        // SAFETY: c.inner is the live EVP_RAND_CTX owned by RandCtx; params is the core's own
+        // array (NULL or terminated, writable for this call), passed on unchanged.
         Ok(unsafe { EVP_RAND_CTX_get_params(c.inner, params) })
     })
 }
 
 unsafe extern "C" fn rand_set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
-    // SAFETY: the core's contract.
+    // SAFETY: as in rand_instantiate: ctx is our newctx's pointer or NULL, not yet freed.
     let c = unsafe { rand_ref(ctx) };
     guard(core_of(c).as_ref(), 0, || -> Result<c_int, KaeError> {
         let c = c.ok_or(KaeError::NullParameter)?;
-        // SAFETY: a core parameter array or NULL.
+        // SAFETY: the core's params is NULL or a terminated OSSL_PARAM array valid for the call.
         let fwd = forwarded(&unsafe { Params::from_ptr(params) });
-        // SAFETY: our generator and a terminated array.
+        // SAFETY: c.inner is the live EVP_RAND_CTX owned by RandCtx; fwd is a terminated array
+        // we own whose elements point into the core's params, which outlive this call.
         Ok(unsafe { EVP_RAND_CTX_set_params(c.inner, fwd.as_ptr()) })
     })
 }
@@ -268,7 +275,7 @@ fn described(
     alg: usize,
     settable: bool,
 ) -> Result<*const OSSL_PARAM, KaeError> {
-    // SAFETY: registry lookup.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let prov = unsafe { ProvCtx::clone_arc(provctx) }.ok_or(KaeError::NullParameter)?;
     let rand = fetch(&prov, alg)?;
     // SAFETY: the returned arrays are static data of the default provider, valid after the
@@ -299,10 +306,10 @@ unsafe extern "C" fn rand_settable_ctx_params<const ALG: usize>(
 }
 
 unsafe extern "C" fn rand_verify_zeroization(ctx: *mut c_void) -> c_int {
-    // SAFETY: the core's contract.
+    // SAFETY: as in rand_instantiate: ctx is our newctx's pointer or NULL, not yet freed.
     let c = unsafe { rand_ref(ctx) };
-    // SAFETY: our generator.
     guard(core_of(c).as_ref(), 0, || {
+        // SAFETY: c.inner is the live EVP_RAND_CTX owned by RandCtx (freed only on drop).
         c.map(|c| unsafe { EVP_RAND_verify_zeroization(c.inner) })
             .ok_or(KaeError::NullParameter)
     })

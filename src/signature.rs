@@ -586,7 +586,8 @@ fn x931_min(key: &RsaKey, sig: &mut [u8]) -> Result<(), KaeError> {
 /// # Safety
 /// `p` is NULL or a context created by `rsa_sig_newctx`.
 unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut SigCtx> {
-    // SAFETY: caller contract.
+    // SAFETY: per the caller's contract p is NULL or a live Box<SigCtx> leaked by newctx/dupctx;
+    // the core never uses one operation context from two threads at once, so this borrow is unique.
     unsafe { p.cast::<SigCtx>().as_mut() }
 }
 
@@ -597,12 +598,13 @@ impl crate::ffi::core::HasCore for SigCtx {
 }
 
 unsafe extern "C" fn rsa_sig_newctx(provctx: *mut c_void, propq: *const c_char) -> *mut c_void {
-    // SAFETY: provctx from the core.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
         return core::ptr::null_mut();
     };
     let core = prov.core;
-    // SAFETY: propq is NULL or a C string.
+    // SAFETY: the core passes propq as NULL or a NUL-terminated string valid for this call; it is
+    // copied before we return.
     let propq = unsafe { opt_cstr(propq) }.map(str::to_owned);
     guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
         let ctx = SigCtx {
@@ -635,7 +637,8 @@ unsafe extern "C" fn rsa_sig_freectx(ctx: *mut c_void) {
 }
 
 unsafe extern "C" fn rsa_sig_dupctx(ctx: *mut c_void) -> *mut c_void {
-    // SAFETY: ours.
+    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
+    // ctx_mut asks.
     let Some(c) = (unsafe { ctx_mut(ctx) }) else {
         return core::ptr::null_mut();
     };
@@ -645,6 +648,11 @@ unsafe extern "C" fn rsa_sig_dupctx(ctx: *mut c_void) -> *mut c_void {
     })
 }
 
+/// # Safety
+/// `ctx` is NULL or a context our newctx/dupctx returned that the core has not freed and no
+/// other thread uses during the call; `key` is NULL or a keydata the core got from a key
+/// management (at least 8 readable, aligned bytes, as `KeyObj::from_ptr` asks); `params` is
+/// NULL or a terminated OSSL_PARAM array valid for the call.
 unsafe fn op_init(
     ctx: *mut c_void,
     key: *mut c_void,
@@ -662,7 +670,7 @@ unsafe extern "C" fn rsa_sign_init(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
     unsafe { op_init(ctx, key, params, Operation::Sign) }
 }
 unsafe extern "C" fn rsa_verify_init(
@@ -670,7 +678,7 @@ unsafe extern "C" fn rsa_verify_init(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
     unsafe { op_init(ctx, key, params, Operation::Verify) }
 }
 unsafe extern "C" fn rsa_verify_recover_init(
@@ -678,7 +686,7 @@ unsafe extern "C" fn rsa_verify_recover_init(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
     unsafe { op_init(ctx, key, params, Operation::VerifyRecover) }
 }
 
@@ -698,7 +706,7 @@ unsafe fn sign_into(
         return Err(KaeError::NullParameter.into());
     }
     if out.is_null() {
-        // SAFETY: valid out-pointer.
+        // SAFETY: outlen is non-NULL (checked above) and writable by this function's contract.
         unsafe { *outlen = k };
         return Ok(1);
     }
@@ -710,7 +718,8 @@ unsafe fn sign_into(
     }
     let mut sig = vec![0u8; k];
     f(&mut sig)?;
-    // SAFETY: out valid for outsize ≥ k bytes.
+    // SAFETY: out is non-NULL and valid for outsize bytes by this function's contract, and outsize
+    // >= k (checked above); sig is our own buffer, so the copy does not overlap.
     unsafe {
         core::ptr::copy_nonoverlapping(sig.as_ptr(), out, k);
         *outlen = k;
@@ -745,7 +754,8 @@ unsafe extern "C" fn rsa_verify(
 ) -> c_int {
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        // SAFETY: caller buffers.
+        // SAFETY: sig and tbs are the core's input buffers of siglen and tbslen bytes, valid and
+        // not written during this call, as in_slice asks.
         let (sig, tbs) = unsafe {
             (
                 crate::ffi::in_slice(sig, siglen)?,
@@ -770,11 +780,11 @@ unsafe extern "C" fn rsa_verify_recover(
             return Err(KaeError::NullParameter.into());
         }
         if rout.is_null() {
-            // SAFETY: valid out-pointer.
+            // SAFETY: routlen is non-NULL (checked above); the core passes it writable.
             unsafe { *routlen = c.key()?.size() };
             return Ok(1);
         }
-        // SAFETY: caller buffer.
+        // SAFETY: sig is the core's input of siglen bytes, valid and not written during this call.
         let sig = unsafe { crate::ffi::in_slice(sig, siglen)? };
         let data = c.verify_recover(sig)?;
         if data.len() > routsize {
@@ -789,6 +799,8 @@ unsafe extern "C" fn rsa_verify_recover(
     })
 }
 
+/// # Safety
+/// As [`op_init`]; `mdname` is NULL or a NUL-terminated string valid for the call.
 unsafe fn digest_op_init(
     ctx: *mut c_void,
     mdname: *const c_char,
@@ -810,7 +822,7 @@ unsafe extern "C" fn rsa_digest_sign_init(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet digest_op_init's contract.
     unsafe { digest_op_init(ctx, mdname, key, params, Operation::Sign) }
 }
 unsafe extern "C" fn rsa_digest_verify_init(
@@ -819,7 +831,7 @@ unsafe extern "C" fn rsa_digest_verify_init(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet digest_op_init's contract.
     unsafe { digest_op_init(ctx, mdname, key, params, Operation::Verify) }
 }
 
@@ -830,7 +842,7 @@ unsafe extern "C" fn rsa_digest_update(
 ) -> c_int {
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, KaeError> {
-        // SAFETY: caller buffer.
+        // SAFETY: data is the core's input of len bytes, valid and not written during this call.
         let data = unsafe { crate::ffi::in_slice(data, len)? };
         c.md_ctx
             .as_mut()
@@ -850,11 +862,13 @@ unsafe extern "C" fn rsa_digest_sign_final(
     with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         if sig.is_null() {
             // Size query: must not consume the running digest.
-            // SAFETY: caller pointers.
+            // SAFETY: sig is NULL and siglen is the core's length pointer (NULL or writable), as
+            // sign_into asks.
             return unsafe { sign_into(c, sig, siglen, sigsize, |_| Ok(())) };
         }
         let h = c.digest_final()?;
-        // SAFETY: caller pointers.
+        // SAFETY: sig is the core's output buffer of sigsize bytes and siglen its writable length
+        // pointer (NULL is refused by sign_into), as sign_into asks.
         unsafe { sign_into(c, sig, siglen, sigsize, |out| c.sign(&h, out)) }
     })
 }
@@ -867,14 +881,14 @@ unsafe extern "C" fn rsa_digest_verify_final(
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         let h = c.digest_final()?;
-        // SAFETY: caller buffer.
+        // SAFETY: sig is the core's input of siglen bytes, valid and not written during this call.
         let sig = unsafe { crate::ffi::in_slice(sig, siglen)? };
         c.verify(sig, &h).map(|_| 1)
     })
 }
 
 unsafe extern "C" fn rsa_sig_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: core array.
+    // SAFETY: params is the core's array, NULL or terminated and writable for this call.
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| {
         c.get_params(&mut unsafe { ParamsMut::from_ptr(params) })
@@ -883,7 +897,7 @@ unsafe extern "C" fn rsa_sig_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_
 }
 
 unsafe extern "C" fn rsa_sig_set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
-    // SAFETY: core array.
+    // SAFETY: params is the core's array, NULL or terminated and valid for this call.
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| {
         c.set_params(&unsafe { Params::from_ptr(params) })
@@ -925,12 +939,14 @@ unsafe extern "C" fn rsa_sig_settable_ctx_params(
 }
 
 unsafe extern "C" fn rsa_sig_get_ctx_md_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: ours.
+    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
+    // ctx_mut asks.
     let Some(c) = (unsafe { ctx_mut(ctx) }) else {
         return 0;
     };
     match &c.md_ctx {
-        // SAFETY: valid md ctx and caller array.
+        // SAFETY: m is the EVP_MD_CTX owned by this SigCtx, live while c is; params is the core's
+        // array (NULL or terminated, valid for this call), passed on unchanged.
         Some(m) => unsafe { EVP_MD_CTX_get_params(m.as_ptr(), params) },
         None => 0,
     }
@@ -940,36 +956,42 @@ unsafe extern "C" fn rsa_sig_set_ctx_md_params(
     ctx: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: ours.
+    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
+    // ctx_mut asks.
     let Some(c) = (unsafe { ctx_mut(ctx) }) else {
         return 0;
     };
     match &c.md_ctx {
-        // SAFETY: valid md ctx and caller array.
+        // SAFETY: m is the EVP_MD_CTX owned by this SigCtx, live while c is; params is the core's
+        // array (NULL or terminated, valid for this call), passed on unchanged.
         Some(m) => unsafe { EVP_MD_CTX_set_params(m.as_ptr(), params) },
         None => 0,
     }
 }
 
 unsafe extern "C" fn rsa_sig_gettable_ctx_md_params(ctx: *mut c_void) -> *const OSSL_PARAM {
-    // SAFETY: ours.
+    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
+    // ctx_mut asks.
     let Some(c) = (unsafe { ctx_mut(ctx) }) else {
         return core::ptr::null();
     };
     match &c.md {
-        // SAFETY: valid digest.
+        // SAFETY: md holds a reference to a fetched EVP_MD, live while c is; the table returned is
+        // the digest's provider's static data.
         Some(md) => unsafe { EVP_MD_gettable_ctx_params(md.as_ptr()) },
         None => core::ptr::null(),
     }
 }
 
 unsafe extern "C" fn rsa_sig_settable_ctx_md_params(ctx: *mut c_void) -> *const OSSL_PARAM {
-    // SAFETY: ours.
+    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
+    // ctx_mut asks.
     let Some(c) = (unsafe { ctx_mut(ctx) }) else {
         return core::ptr::null();
     };
     match &c.md {
-        // SAFETY: valid digest.
+        // SAFETY: md holds a reference to a fetched EVP_MD, live while c is; the table returned is
+        // the digest's provider's static data.
         Some(md) => unsafe { EVP_MD_settable_ctx_params(md.as_ptr()) },
         None => core::ptr::null(),
     }
@@ -1231,14 +1253,17 @@ unsafe fn sign_message_final_into(
         ));
     }
     if sig.is_null() {
-        // SAFETY: caller pointers (size query).
+        // SAFETY: sig is NULL and siglen, sigsize are this function's arguments, under sign_into's
+        // contract.
         return unsafe { sign_into(c, sig, siglen, sigsize, |_| Ok(())) };
     }
     let h = c.message_digest()?;
-    // SAFETY: caller pointers.
+    // SAFETY: sig, siglen and sigsize are this function's arguments, under sign_into's contract.
     unsafe { sign_into(c, sig, siglen, sigsize, |out| c.sign(&h, out)) }
 }
 
+/// # Safety
+/// As [`op_init`].
 unsafe fn sigalg_op_init(
     ctx: *mut c_void,
     key: *mut c_void,
@@ -1257,7 +1282,7 @@ unsafe extern "C" fn sigalg_sign_init<const I: usize>(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
     unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::Sign) }
 }
 unsafe extern "C" fn sigalg_sign_message_init<const I: usize>(
@@ -1265,7 +1290,7 @@ unsafe extern "C" fn sigalg_sign_message_init<const I: usize>(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
     unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::SignMessage) }
 }
 unsafe extern "C" fn sigalg_verify_init<const I: usize>(
@@ -1273,7 +1298,7 @@ unsafe extern "C" fn sigalg_verify_init<const I: usize>(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
     unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::Verify) }
 }
 unsafe extern "C" fn sigalg_verify_message_init<const I: usize>(
@@ -1281,7 +1306,7 @@ unsafe extern "C" fn sigalg_verify_message_init<const I: usize>(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
     unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::VerifyMessage) }
 }
 unsafe extern "C" fn sigalg_verify_recover_init<const I: usize>(
@@ -1289,7 +1314,7 @@ unsafe extern "C" fn sigalg_verify_recover_init<const I: usize>(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
     unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::VerifyRecover) }
 }
 
@@ -1307,10 +1332,12 @@ unsafe extern "C" fn sigalg_sign(
         c.check_oneshot()?;
         if c.op == Operation::SignMessage {
             if !sig.is_null() {
-                // SAFETY: caller buffer of tbslen bytes.
+                // SAFETY: tbs is the core's input of tbslen bytes, valid and not written during
+                // this call.
                 c.message_update(unsafe { crate::ffi::in_slice(tbs, tbslen)? })?;
             }
-            // SAFETY: caller pointers.
+            // SAFETY: sig is the core's output buffer (NULL for a size query) of sigsize bytes and
+            // siglen its length pointer, as sign_message_final_into asks.
             return unsafe { sign_message_final_into(c, sig, siglen, sigsize) };
         }
         // SAFETY: caller buffers, sizes as documented by provider-signature(7).
@@ -1328,7 +1355,7 @@ unsafe extern "C" fn sigalg_message_update(
 ) -> c_int {
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        // SAFETY: caller buffer.
+        // SAFETY: data is the core's input of len bytes, valid and not written during this call.
         c.message_update(unsafe { crate::ffi::in_slice(data, len)? })?;
         Ok(1)
     })
@@ -1342,7 +1369,8 @@ unsafe extern "C" fn sigalg_sign_message_final(
 ) -> c_int {
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        // SAFETY: caller pointers.
+        // SAFETY: sig is the core's output buffer (NULL for a size query) of sigsize bytes and
+        // siglen its length pointer, as sign_message_final_into asks.
         unsafe { sign_message_final_into(c, sig, siglen, sigsize) }
     })
 }
@@ -1358,7 +1386,8 @@ unsafe extern "C" fn sigalg_verify(
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
         c.check_oneshot()?;
-        // SAFETY: caller buffers.
+        // SAFETY: sig and tbs are the core's input buffers of siglen and tbslen bytes, valid and
+        // not written during this call, as in_slice asks.
         let (sig, tbs) = unsafe {
             (
                 crate::ffi::in_slice(sig, siglen)?,

@@ -60,9 +60,11 @@ impl KeyObj {
     /// # Safety
     /// As `from_ptr`, with exclusive access (import into a fresh key).
     unsafe fn from_ptr_mut<'a>(p: *mut c_void) -> Option<&'a mut KeyObj> {
-        // SAFETY: caller contract.
+        // SAFETY: from_ptr_mut's contract includes from_ptr's, so the tag read is sound; NULL or a
+        // foreign pointer returns early.
         unsafe { Self::from_ptr(p) }?;
-        // SAFETY: caller contract; the tag was checked above.
+        // SAFETY: the tag matched, so p is a live KeyObj of this module, and the caller
+        // guarantees no other reference to it exists during 'a.
         unsafe { p.cast::<KeyObj>().as_mut() }
     }
     fn into_raw(self) -> *mut c_void {
@@ -269,8 +271,10 @@ pub(crate) fn export_params(
 
 // ---- extern "C" functions -----------------------------------------------------------------
 
+/// # Safety
+/// None beyond `ProvCtx::clone_arc`'s: `provctx` is only looked up, never dereferenced.
 unsafe fn new_key(provctx: *mut c_void, kind: KeyType) -> *mut c_void {
-    // SAFETY: provctx comes from the core.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let prov = unsafe { ProvCtx::clone_arc(provctx) };
     let Some(prov) = prov else {
         return core::ptr::null_mut();
@@ -282,12 +286,12 @@ unsafe fn new_key(provctx: *mut c_void, kind: KeyType) -> *mut c_void {
 }
 
 unsafe extern "C" fn rsa_new(provctx: *mut c_void) -> *mut c_void {
-    // SAFETY: forwarded core arguments.
+    // SAFETY: new_key only looks provctx up in the registry, so any value the core passes is sound.
     unsafe { new_key(provctx, KeyType::Rsa) }
 }
 
 unsafe extern "C" fn rsa_pss_new(provctx: *mut c_void) -> *mut c_void {
-    // SAFETY: forwarded core arguments.
+    // SAFETY: new_key only looks provctx up in the registry, so any value the core passes is sound.
     unsafe { new_key(provctx, KeyType::RsaPss) }
 }
 
@@ -302,7 +306,8 @@ unsafe extern "C" fn rsa_free(keydata: *mut c_void) {
 }
 
 unsafe extern "C" fn rsa_has(keydata: *const c_void, selection: c_int) -> c_int {
-    // SAFETY: keydata is ours or NULL.
+    // SAFETY: the core passes NULL or a keydata this keymgmt created and has not freed, which is
+    // what from_ptr asks.
     let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
         return 0;
     };
@@ -321,7 +326,8 @@ unsafe extern "C" fn rsa_has(keydata: *const c_void, selection: c_int) -> c_int 
 }
 
 unsafe extern "C" fn rsa_match(k1: *const c_void, k2: *const c_void, selection: c_int) -> c_int {
-    // SAFETY: both are ours.
+    // SAFETY: the core passes NULL or keydata of this keymgmt, created by it and not freed, for
+    // both keys, which is what from_ptr asks.
     let (Some(a), Some(b)) = (unsafe { KeyObj::from_ptr(k1) }, unsafe {
         KeyObj::from_ptr(k2)
     }) else {
@@ -352,7 +358,8 @@ unsafe extern "C" fn rsa_validate(
     selection: c_int,
     _checktype: c_int,
 ) -> c_int {
-    // SAFETY: keydata is ours or NULL.
+    // SAFETY: the core passes NULL or a keydata this keymgmt created and has not freed, which is
+    // what from_ptr asks.
     let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
         return 0;
     };
@@ -378,7 +385,7 @@ unsafe extern "C" fn rsa_import(
     };
     let core = obj.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
-        // SAFETY: the core passes a valid array.
+        // SAFETY: params is the core's array, NULL or terminated and valid for this call.
         let params = unsafe { Params::from_ptr(params) };
         let mut key = RsaKey::empty(obj.key.kind);
         key.set_libctx(obj.prov.rand_libctx());
@@ -406,10 +413,11 @@ pub(crate) fn import_object(
 /// left alone.
 ///
 /// # Safety
-/// `p` is NULL or points to at least 8 readable bytes; if it carries our tag it is a live key
-/// object created by this module that nobody uses any more.
+/// `p` is NULL or points to at least 8 readable, 8-aligned bytes; if it carries our tag it is
+/// a live key object created by this module that nobody uses any more.
 pub(crate) unsafe fn free_object(p: *mut c_void) {
-    // SAFETY: caller contract.
+    // SAFETY: p is NULL or at least 8 readable, aligned bytes (caller's contract), all that the tag
+    // check in from_ptr reads.
     if unsafe { KeyObj::from_ptr(p) }.is_some() {
         // SAFETY: tagged, so made by Box::into_raw in this module (caller contract).
         drop(unsafe { Box::from_raw(p.cast::<KeyObj>()) });
@@ -424,7 +432,8 @@ unsafe extern "C" fn rsa_export(
     cb: Option<OsslCallback>,
     cbarg: *mut c_void,
 ) -> c_int {
-    // SAFETY: keydata is ours or NULL.
+    // SAFETY: the core passes NULL or a keydata this keymgmt created and has not freed, which is
+    // what from_ptr asks.
     let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
         return 0;
     };
@@ -502,7 +511,8 @@ unsafe extern "C" fn rsa_pss_key_types(_selection: c_int) -> *const OSSL_PARAM {
 }
 
 unsafe extern "C" fn rsa_dup(keydata: *const c_void, selection: c_int) -> *mut c_void {
-    // SAFETY: keydata is ours or NULL.
+    // SAFETY: the core passes NULL or a keydata this keymgmt created and has not freed, which is
+    // what from_ptr asks.
     let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
         return core::ptr::null_mut();
     };
@@ -517,13 +527,14 @@ unsafe extern "C" fn rsa_dup(keydata: *const c_void, selection: c_int) -> *mut c
 }
 
 unsafe extern "C" fn rsa_get_params(keydata: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: keydata is ours or NULL.
+    // SAFETY: the core passes NULL or a keydata this keymgmt created and has not freed, which is
+    // what from_ptr asks.
     let Some(obj) = (unsafe { KeyObj::from_ptr(keydata) }) else {
         return 0;
     };
     guard(Some(&obj.prov.core), 0, || -> Result<c_int, KaeError> {
         let k = &obj.key;
-        // SAFETY: the core passes a valid writable array.
+        // SAFETY: params is the core's array, NULL or terminated and writable for this call.
         let mut ps = unsafe { ParamsMut::from_ptr(params) };
         if k.n.is_some() {
             if let Some(mut p) = ps.locate(c"bits") {
@@ -628,13 +639,16 @@ fn gen_set_params_inner(g: &mut GenCtx, params: &Params<'_>) -> Result<(), Failu
     Ok(())
 }
 
+/// # Safety
+/// `params` is NULL or a terminated OSSL_PARAM array valid for the call; `provctx` is only
+/// looked up in the registry, never dereferenced.
 unsafe fn gen_init(
     provctx: *mut c_void,
     selection: c_int,
     params: *const OSSL_PARAM,
     kind: KeyType,
 ) -> *mut c_void {
-    // SAFETY: provctx comes from the core.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
         return core::ptr::null_mut();
     };
@@ -654,7 +668,7 @@ unsafe fn gen_init(
             e_bn: None,
             pss: None,
         };
-        // SAFETY: the core passes a valid array or NULL.
+        // SAFETY: params is NULL or a terminated array valid for this call (gen_init's contract).
         gen_set_params_inner(&mut g, &unsafe { Params::from_ptr(params) })?;
         Ok(Box::into_raw(Box::new(g)).cast())
     })
@@ -665,7 +679,7 @@ unsafe extern "C" fn rsa_gen_init(
     selection: c_int,
     params: *const OSSL_PARAM,
 ) -> *mut c_void {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet gen_init's contract.
     unsafe { gen_init(provctx, selection, params, KeyType::Rsa) }
 }
 
@@ -674,18 +688,19 @@ unsafe extern "C" fn rsa_pss_gen_init(
     selection: c_int,
     params: *const OSSL_PARAM,
 ) -> *mut c_void {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet gen_init's contract.
     unsafe { gen_init(provctx, selection, params, KeyType::RsaPss) }
 }
 
 unsafe extern "C" fn rsa_gen_set_params(genctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
-    // SAFETY: genctx is ours.
+    // SAFETY: genctx is NULL or the Box<GenCtx> our gen_init leaked, not yet given to gen_cleanup;
+    // the core uses a generation context from one thread at a time, so this borrow is unique.
     let Some(g) = (unsafe { genctx.cast::<GenCtx>().as_mut() }) else {
         return 0;
     };
     let core = g.prov.core;
-    // SAFETY: valid array or NULL.
     guard(Some(&core), 0, || {
+        // SAFETY: params is the core's array, NULL or terminated and valid for this call.
         gen_set_params_inner(g, &unsafe { Params::from_ptr(params) }).map(|_| 1)
     })
 }
@@ -726,7 +741,8 @@ unsafe extern "C" fn rsa_gen(
     _cb: Option<OsslCallback>,
     _cbarg: *mut c_void,
 ) -> *mut c_void {
-    // SAFETY: genctx is ours.
+    // SAFETY: genctx is NULL or the Box<GenCtx> our gen_init leaked, not yet given to gen_cleanup;
+    // it is only read here.
     let Some(g) = (unsafe { genctx.cast::<GenCtx>().as_ref() }) else {
         return core::ptr::null_mut();
     };
@@ -744,7 +760,8 @@ unsafe extern "C" fn rsa_gen(
 
 unsafe extern "C" fn rsa_gen_cleanup(genctx: *mut c_void) {
     if !genctx.is_null() {
-        // SAFETY: created by Box::into_raw in gen_init.
+        // SAFETY: genctx is the Box<GenCtx> our gen_init leaked; the core calls gen_cleanup once
+        // and never uses genctx after it.
         let _ =
             std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(genctx.cast::<GenCtx>()) }));
     }
@@ -787,7 +804,7 @@ unsafe extern "C" fn import_cb(params: *const OSSL_PARAM, arg: *mut c_void) -> c
     let Some(key) = (unsafe { arg.cast::<RsaKey>().as_mut() }) else {
         return 0;
     };
-    // SAFETY: the exporter passes a valid array.
+    // SAFETY: the default provider's export passes a terminated array, valid for this callback.
     let params = unsafe { Params::from_ptr(params) };
     let selection = OSSL_KEYMGMT_SELECT_KEYPAIR | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS;
     import_into(key, selection, &params).is_ok() as c_int
@@ -846,7 +863,8 @@ fn load_via_default(
             (&mut key as *mut RsaKey).cast(),
         )
     };
-    // SAFETY: their keydata, freed with their free.
+    // SAFETY: theirs came non-NULL from their load and is not used after this; free is the same
+    // keymgmt's OSSL_FUNC_KEYMGMT_FREE, so its owner frees it once.
     unsafe { free(theirs) };
     if ok != 1 {
         return Err(Failure::with(
@@ -945,13 +963,14 @@ mod tests {
     fn foreign_keydata_is_refused() {
         let foreign = Box::new([0u64; 8]);
         let p = (&*foreign as *const [u64; 8]).cast::<c_void>();
-        // SAFETY: 64 readable bytes.
+        // SAFETY: p points to a live, 8-aligned [u64; 8]: the 8 readable bytes from_ptr reads.
         assert!(unsafe { KeyObj::from_ptr(p) }.is_none());
         let mut tagged_elsewhere = [0u64; 8];
-        tagged_elsewhere[1] = KEY_OBJ_TAG; // the tag, but not in the first word
-                                           // SAFETY: as above.
+        // The tag, but not in the first word.
+        tagged_elsewhere[1] = KEY_OBJ_TAG;
+        // SAFETY: tagged_elsewhere is a live, 8-aligned [u64; 8] on this stack frame.
         assert!(unsafe { KeyObj::from_ptr(tagged_elsewhere.as_ptr().cast()) }.is_none());
-        // SAFETY: NULL is allowed.
+        // SAFETY: NULL is always accepted by from_ptr.
         assert!(unsafe { KeyObj::from_ptr(core::ptr::null()) }.is_none());
     }
 }

@@ -82,7 +82,8 @@ impl CipherCtx {
         // On by default from OpenSSL 3.2; before, the default provider has no implicit
         // rejection (a padding error is an error) and no parameter for it.
         self.implicit_rejection = self.prov.core_version.implicit_rejection();
-        // SAFETY: core array or NULL.
+        // SAFETY: params is the argument op_init received from the core: NULL or a terminated array
+        // valid for this call.
         self.set_params(&unsafe { Params::from_ptr(params) })
     }
 
@@ -341,7 +342,8 @@ impl CipherCtx {
 /// # Safety
 /// `p` is NULL or a context created by `rsa_cipher_newctx`.
 unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut CipherCtx> {
-    // SAFETY: caller contract.
+    // SAFETY: per the caller's contract p is NULL or a live Box<CipherCtx> leaked by newctx/dupctx;
+    // the core never uses one operation context from two threads at once, so this borrow is unique.
     unsafe { p.cast::<CipherCtx>().as_mut() }
 }
 
@@ -352,7 +354,7 @@ impl crate::ffi::core::HasCore for CipherCtx {
 }
 
 unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {
-    // SAFETY: provctx from the core.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
         return core::ptr::null_mut();
     };
@@ -378,14 +380,16 @@ unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {
 
 unsafe extern "C" fn rsa_cipher_freectx(ctx: *mut c_void) {
     if !ctx.is_null() {
-        // SAFETY: created by Box::into_raw.
+        // SAFETY: ctx is the Box<CipherCtx> our newctx/dupctx leaked; the core calls freectx once
+        // and never uses ctx after it.
         let _ =
             std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(ctx.cast::<CipherCtx>()) }));
     }
 }
 
 unsafe extern "C" fn rsa_cipher_dupctx(ctx: *mut c_void) -> *mut c_void {
-    // SAFETY: ours.
+    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
+    // ctx_mut asks.
     let Some(c) = (unsafe { ctx_mut(ctx) }) else {
         return core::ptr::null_mut();
     };
@@ -395,6 +399,11 @@ unsafe extern "C" fn rsa_cipher_dupctx(ctx: *mut c_void) -> *mut c_void {
     })
 }
 
+/// # Safety
+/// `ctx` is NULL or a context our newctx/dupctx returned that the core has not freed and no
+/// other thread uses during the call; `key` is NULL or a keydata the core got from a key
+/// management (at least 8 readable, aligned bytes, as `KeyObj::from_ptr` asks); `params` is
+/// NULL or a terminated OSSL_PARAM array valid for the call.
 unsafe fn op_init(
     ctx: *mut c_void,
     key: *mut c_void,
@@ -412,7 +421,7 @@ unsafe extern "C" fn rsa_encrypt_init(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
     unsafe { op_init(ctx, key, params, false) }
 }
 
@@ -421,7 +430,7 @@ unsafe extern "C" fn rsa_decrypt_init(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
     unsafe { op_init(ctx, key, params, true) }
 }
 
@@ -440,7 +449,7 @@ unsafe extern "C" fn rsa_encrypt(
             return Err(KaeError::NullParameter.into());
         }
         if out.is_null() {
-            // SAFETY: valid out-pointer.
+            // SAFETY: outlen is non-NULL (checked above); the core passes it writable.
             unsafe { *outlen = k };
             return Ok(1);
         }
@@ -450,11 +459,12 @@ unsafe extern "C" fn rsa_encrypt(
                 format!("need {k} bytes, have {outsize}"),
             ));
         }
-        // SAFETY: caller buffer.
+        // SAFETY: inp is the core's input of inlen bytes, valid and not written during this call.
         let msg = unsafe { crate::ffi::in_slice(inp, inlen)? };
         let mut ct = vec![0u8; k];
         c.encrypt(msg, &mut ct)?;
-        // SAFETY: out valid for outsize ≥ k bytes.
+        // SAFETY: out is the core's non-NULL output buffer of outsize bytes and outsize >= k
+        // (checked above); ct is our own buffer, so the copy does not overlap; outlen is writable.
         unsafe {
             core::ptr::copy_nonoverlapping(ct.as_ptr(), out, k);
             *outlen = k;
@@ -478,7 +488,7 @@ unsafe extern "C" fn rsa_decrypt(
         }
         let max = c.max_output()?;
         if out.is_null() {
-            // SAFETY: valid out-pointer.
+            // SAFETY: outlen is non-NULL (checked above); the core passes it writable.
             unsafe { *outlen = max };
             return Ok(1);
         }
@@ -491,7 +501,7 @@ unsafe extern "C" fn rsa_decrypt(
                 format!("output buffer of {outsize} bytes; this key and padding need {max}"),
             ));
         }
-        // SAFETY: caller buffer.
+        // SAFETY: inp is the core's input of inlen bytes, valid and not written during this call.
         let ct = unsafe { crate::ffi::in_slice(inp, inlen)? };
         let (msg, len) = c.decrypt(ct)?;
         // SAFETY: out is valid for outsize ≥ max = msg.len() bytes. The whole buffer is
@@ -505,7 +515,7 @@ unsafe extern "C" fn rsa_decrypt(
 }
 
 unsafe extern "C" fn rsa_cipher_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: core array.
+    // SAFETY: params is the core's array, NULL or terminated and writable for this call.
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| {
         c.get_params(&mut unsafe { ParamsMut::from_ptr(params) })
@@ -517,7 +527,7 @@ unsafe extern "C" fn rsa_cipher_set_ctx_params(
     ctx: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: core array.
+    // SAFETY: params is the core's array, NULL or terminated and valid for this call.
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| {
         c.set_params(&unsafe { Params::from_ptr(params) })
@@ -561,7 +571,7 @@ static SETTABLE: ParamTable<11> = ParamTable([
 /// The parameter table as the core of `provctx` knows it: whole on 3.2+, else without its
 /// first entry, `implicit-rejection`.
 fn described<const N: usize>(t: &'static ParamTable<N>, provctx: *mut c_void) -> *const OSSL_PARAM {
-    // SAFETY: registry lookup.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let known =
         unsafe { ProvCtx::clone_arc(provctx) }.is_some_and(|p| p.core_version.implicit_rejection());
     if known {

@@ -403,12 +403,13 @@ impl EncCtx {
 /// # Safety
 /// `vctx` is NULL or a context made by `enc_newctx`.
 unsafe fn ctx_ref<'a>(vctx: *mut c_void) -> Option<&'a mut EncCtx> {
-    // SAFETY: caller contract.
+    // SAFETY: per the caller's contract vctx is NULL or a live Box<EncCtx> leaked by enc_newctx;
+    // the core never uses one encoder context from two threads at once, so this borrow is unique.
     unsafe { vctx.cast::<EncCtx>().as_mut() }
 }
 
 unsafe extern "C" fn enc_newctx<const I: usize>(provctx: *mut c_void) -> *mut c_void {
-    // SAFETY: registry lookup.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
         return core::ptr::null_mut();
     };
@@ -471,13 +472,14 @@ unsafe extern "C" fn enc_settable_pvk(_provctx: *mut c_void) -> *const OSSL_PARA
 }
 
 unsafe extern "C" fn enc_set_ctx_params(vctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
-    // SAFETY: vctx is ours.
+    // SAFETY: the core passes the pointer our enc_newctx returned (or NULL) and never uses it after
+    // enc_freectx, as ctx_ref asks.
     let Some(ctx) = (unsafe { ctx_ref(vctx) }) else {
         return 0;
     };
     let core = ctx.prov.core;
     guard(Some(&core), 0, || -> Result<c_int, Failure> {
-        // SAFETY: the core passes a valid array or NULL.
+        // SAFETY: params is the core's array, NULL or terminated and valid for this call.
         ctx.set_params(&unsafe { Params::from_ptr(params) })?;
         Ok(1)
     })
@@ -488,13 +490,15 @@ unsafe extern "C" fn enc_import_object(
     selection: c_int,
     params: *const OSSL_PARAM,
 ) -> *mut c_void {
-    // SAFETY: vctx is ours.
+    // SAFETY: the core passes the pointer our enc_newctx returned (or NULL) and never uses it after
+    // enc_freectx, as ctx_ref asks.
     let Some(ctx) = (unsafe { ctx_ref(vctx) }) else {
         return core::ptr::null_mut();
     };
     let core = ctx.prov.core;
     guard_ptr(Some(&core), || -> Result<*mut c_void, Failure> {
-        // SAFETY: the exporter passes a valid array.
+        // SAFETY: params is the core's array (another keymgmt's export), NULL or terminated and
+        // valid for this call.
         let params = unsafe { Params::from_ptr(params) };
         crate::keymgmt::import_object(ctx.prov.clone(), ctx.desc.kind, selection, &params)
     })
@@ -517,7 +521,8 @@ unsafe extern "C" fn enc_encode(
     cb: Option<PassphraseCb>,
     cbarg: *mut c_void,
 ) -> c_int {
-    // SAFETY: vctx is ours.
+    // SAFETY: the core passes the pointer our enc_newctx returned (or NULL) and never uses it after
+    // enc_freectx, as ctx_ref asks.
     let Some(ctx) = (unsafe { ctx_ref(vctx) }) else {
         return 0;
     };

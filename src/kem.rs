@@ -63,7 +63,8 @@ impl KemCtx {
             return Err(KaeError::MissingPublicKey.into());
         }
         self.key = Some(obj.key.clone());
-        // SAFETY: the core passes a valid array or NULL.
+        // SAFETY: params is the argument op_init received from the core: NULL or a terminated array
+        // valid for this call.
         self.set_params(&unsafe { Params::from_ptr(params) })
     }
 
@@ -148,7 +149,8 @@ impl KemCtx {
 /// # Safety
 /// `p` is NULL or a context created by `rsa_kem_newctx`.
 unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut KemCtx> {
-    // SAFETY: caller contract.
+    // SAFETY: per the caller's contract p is NULL or a live Box<KemCtx> leaked by newctx/dupctx;
+    // the core never uses one operation context from two threads at once, so this borrow is unique.
     unsafe { p.cast::<KemCtx>().as_mut() }
 }
 
@@ -199,6 +201,11 @@ unsafe extern "C" fn rsa_kem_dupctx(ctx: *mut c_void) -> *mut c_void {
     })
 }
 
+/// # Safety
+/// `ctx` is NULL or a context our newctx/dupctx returned that the core has not freed and no
+/// other thread uses during the call; `key` is NULL or a keydata the core got from a key
+/// management (at least 8 readable, aligned bytes, as `KeyObj::from_ptr` asks); `params` is
+/// NULL or a terminated OSSL_PARAM array valid for the call.
 unsafe fn op_init(ctx: *mut c_void, key: *mut c_void, params: *const OSSL_PARAM) -> c_int {
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| c.init(key, params).map(|_| 1))
@@ -209,7 +216,7 @@ unsafe extern "C" fn rsa_kem_encapsulate_init(
     key: *mut c_void,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
     unsafe { op_init(ctx, key, params) }
 }
 
@@ -219,7 +226,7 @@ unsafe extern "C" fn rsa_kem_decapsulate_init(
     params: *const OSSL_PARAM,
 ) -> c_int {
     // The private key is needed by decapsulate itself, as in the default provider.
-    // SAFETY: forwarded.
+    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
     unsafe { op_init(ctx, key, params) }
 }
 
@@ -243,7 +250,8 @@ unsafe extern "C" fn rsa_kem_encapsulate(
             if outlen.is_null() && secretlen.is_null() {
                 return Err(KaeError::NullParameter.into());
             }
-            // SAFETY: non-NULL out-pointers from the caller.
+            // SAFETY: each pointer is written only when non-NULL, and the core passes non-NULL
+            // length pointers writable.
             unsafe {
                 if !outlen.is_null() {
                     *outlen = k;
@@ -303,7 +311,7 @@ unsafe extern "C" fn rsa_kem_decapsulate(
             if outlen.is_null() {
                 return Err(KaeError::NullParameter.into());
             }
-            // SAFETY: non-NULL out-pointer from the caller.
+            // SAFETY: outlen is non-NULL (checked above); the core passes it writable.
             unsafe { *outlen = k };
             return Ok(1);
         }
@@ -320,7 +328,7 @@ unsafe extern "C" fn rsa_kem_decapsulate(
                 format!("secret buffer of {} bytes; need {k}", unsafe { *outlen }),
             ));
         }
-        // SAFETY: caller buffer of inlen bytes.
+        // SAFETY: inp is the core's input of inlen bytes, valid and not written during this call.
         let ct = unsafe { crate::ffi::in_slice(inp, inlen)? };
         let mut z = Zeroizing::new(vec![0u8; k]);
         c.recover(ct, &mut z)?;

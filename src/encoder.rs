@@ -387,8 +387,8 @@ impl EncCtx {
             // outlives `ectx`.
             unsafe { ectx.set_passphrase_cb(cb, cbarg) }?;
         }
-        let mem = MemBio::new()?;
-        ectx.encode_to(&mem)
+        let mut mem = MemBio::new()?;
+        ectx.encode_to(&mut mem)
             .map_err(|e| Failure::with(e, "encoding failed"))?;
         drop(ectx);
         drop(pkey);

@@ -116,12 +116,13 @@ impl Pkey {
             EVP_PKEY_fromdata_init(pctx) == 1
                 && EVP_PKEY_fromdata(pctx, &mut pkey, selection, params.as_ptr().cast_mut()) == 1
         };
-        // SAFETY: created above, freed once.
+        // SAFETY: pctx was created non-NULL above, is not stored anywhere, and is freed only here.
         unsafe { EVP_PKEY_CTX_free(pctx) };
         match NonNull::new(pkey) {
             Some(p) if ok => Ok(Pkey(p)),
             Some(p) => {
-                // SAFETY: owned and not handed out.
+                // SAFETY: p came from the failed EVP_PKEY_fromdata and is dropped here without
+                // being wrapped or returned, so it is freed once.
                 unsafe { EVP_PKEY_free(p.as_ptr()) };
                 Err(KaeError::InvalidKey)
             }
@@ -190,7 +191,7 @@ impl<'k> EncoderCtx<'k> {
             ptr: NonNull::new(p).ok_or(KaeError::OutOfMemory)?,
             _key: core::marker::PhantomData,
         };
-        // SAFETY: a live context.
+        // SAFETY: ctx.ptr is the non-NULL encoder context just created and owned by ctx.
         if unsafe { OSSL_ENCODER_CTX_get_num_encoders(ctx.ptr.as_ptr()) } <= 0 {
             return Err(KaeError::FetchFailed);
         }
@@ -217,7 +218,8 @@ impl<'k> EncoderCtx<'k> {
                 OSSL_PARAM_construct_end(),
             ]
         };
-        // SAFETY: a live context and a terminated array.
+        // SAFETY: self owns a live encoder context (mutably borrowed); params is terminated and v,
+        // which it points to, lives until after the call.
         ok(
             unsafe { OSSL_ENCODER_CTX_set_params(self.ptr.as_ptr(), params.as_ptr()) },
             KaeError::InvalidParam,
@@ -242,8 +244,9 @@ impl<'k> EncoderCtx<'k> {
     }
 
     /// Encodes the key into `out`.
-    pub fn encode_to(&mut self, out: &MemBio) -> KaeResult<()> {
-        // SAFETY: a live context and BIO.
+    pub fn encode_to(&mut self, out: &mut MemBio) -> KaeResult<()> {
+        // SAFETY: self owns a live encoder context (mutably borrowed), and out owns a live memory
+        // BIO, borrowed mutably so no slice from data() is alive while it is written.
         ok(
             unsafe { OSSL_ENCODER_to_bio(self.ptr.as_ptr(), out.0.as_ptr()) },
             KaeError::Internal,
@@ -253,7 +256,8 @@ impl<'k> EncoderCtx<'k> {
 
 impl Drop for EncoderCtx<'_> {
     fn drop(&mut self) {
-        // SAFETY: owned.
+        // SAFETY: self.ptr is the encoder context this wrapper created and owns; drop runs once,
+        // and the key it borrows ('k) is still alive.
         unsafe { OSSL_ENCODER_CTX_free(self.ptr.as_ptr()) }
     }
 }
@@ -263,7 +267,8 @@ pub struct MemBio(NonNull<BIO>);
 
 impl MemBio {
     pub fn new() -> KaeResult<MemBio> {
-        // SAFETY: plain constructor.
+        // SAFETY: BIO_s_mem returns a static method and BIO_new has no other precondition; NULL
+        // becomes an error.
         NonNull::new(unsafe { BIO_new(BIO_s_mem()) })
             .map(MemBio)
             .ok_or(KaeError::OutOfMemory)
@@ -305,7 +310,7 @@ impl Drop for MemBio {
             // SAFETY: our BIO's writable buffer of n bytes, not borrowed any more (&mut self).
             zeroize::Zeroize::zeroize(unsafe { core::slice::from_raw_parts_mut(p, n) });
         }
-        // SAFETY: owned.
+        // SAFETY: self.0 is the BIO this wrapper created and owns; drop runs once.
         unsafe { BIO_free(self.0.as_ptr()) };
     }
 }
@@ -317,7 +322,9 @@ pub struct CoreBio(NonNull<BIO>);
 
 impl CoreBio {
     /// # Safety
-    /// `corebio` is the core BIO the core passed to the current `encode` call.
+    /// `corebio` is the core BIO the core passed to the current `encode` call, and the
+    /// `CoreBio` is dropped before that call returns; `libctx` is a live library context made
+    /// from the core's dispatch table (`OSSL_LIB_CTX_new_child`), which carries the BIO upcalls.
     pub unsafe fn new(
         libctx: *mut OSSL_LIB_CTX,
         corebio: *mut OSSL_CORE_BIO,
@@ -325,7 +332,8 @@ impl CoreBio {
         if corebio.is_null() {
             return Err(KaeError::NullParameter);
         }
-        // SAFETY: caller contract; a live library context.
+        // SAFETY: corebio is non-NULL and the core's BIO of the current call, and libctx a library
+        // context made from the core's dispatch table (caller's contract).
         NonNull::new(unsafe { BIO_new_from_core_bio(libctx, corebio) })
             .map(CoreBio)
             .ok_or(KaeError::Internal)

@@ -27,7 +27,7 @@ unsafe impl Sync for BigNum {}
 
 impl BigNum {
     pub fn new() -> KaeResult<Self> {
-        // SAFETY: plain allocation; NULL is handled.
+        // SAFETY: BN_new has no preconditions; a NULL result (out of memory) becomes an error.
         NonNull::new(unsafe { BN_new() })
             .map(BigNum)
             .ok_or(KaeError::OutOfMemory)
@@ -35,7 +35,8 @@ impl BigNum {
 
     /// A big number for secret values: secure heap when available, constant-time flag set.
     pub fn new_secret() -> KaeResult<Self> {
-        // SAFETY: plain allocation; NULL is handled.
+        // SAFETY: BN_secure_new has no preconditions; a NULL result (out of memory) becomes an
+        // error.
         let mut bn = NonNull::new(unsafe { BN_secure_new() })
             .map(BigNum)
             .ok_or(KaeError::OutOfMemory)?;
@@ -47,7 +48,8 @@ impl BigNum {
     /// next raised to the public exponent (the fault check), where the flag would force the
     /// slow constant-time exponentiation although the exponent is public.
     pub fn new_secure_unflagged() -> KaeResult<Self> {
-        // SAFETY: plain allocation; NULL is handled.
+        // SAFETY: BN_secure_new has no preconditions; a NULL result (out of memory) becomes an
+        // error.
         NonNull::new(unsafe { BN_secure_new() })
             .map(BigNum)
             .ok_or(KaeError::OutOfMemory)
@@ -55,7 +57,8 @@ impl BigNum {
 
     pub fn from_u64(v: u64) -> KaeResult<Self> {
         let bn = Self::new()?;
-        // SAFETY: bn is a valid, owned BIGNUM.
+        // SAFETY: bn was just allocated and is owned only by this function, so writing it races
+        // with nothing.
         cvt(unsafe { BN_set_word(bn.as_ptr(), v) })?;
         Ok(bn)
     }
@@ -91,7 +94,8 @@ impl BigNum {
         } else {
             Self::new()?
         };
-        // SAFETY: both are valid BIGNUMs.
+        // SAFETY: both wrap live BIGNUMs (a BigNum owns a non-NULL one until drop); out is owned
+        // here and written, self is only read.
         if unsafe { BN_copy(out.as_ptr(), self.as_ptr()) }.is_null() {
             return Err(KaeError::OutOfMemory);
         }
@@ -106,12 +110,13 @@ impl BigNum {
     }
 
     pub fn set_consttime(&mut self) {
-        // SAFETY: valid BIGNUM; flags are a plain field update.
+        // SAFETY: self owns a live BIGNUM and is borrowed mutably, so no other reference reads it
+        // during the flag write.
         unsafe { BN_set_flags(self.as_ptr(), BN_FLG_CONSTTIME) }
     }
 
     pub fn num_bits(&self) -> usize {
-        // SAFETY: valid BIGNUM.
+        // SAFETY: self owns a live, non-NULL BIGNUM (until drop), only read here.
         unsafe { BN_num_bits(self.as_ptr()) as usize }
     }
 
@@ -120,28 +125,28 @@ impl BigNum {
     }
 
     pub fn is_zero(&self) -> bool {
-        // SAFETY: valid BIGNUM.
+        // SAFETY: self owns a live, non-NULL BIGNUM (until drop), only read here.
         unsafe { BN_is_zero(self.as_ptr()) == 1 }
     }
 
     pub fn is_one(&self) -> bool {
-        // SAFETY: valid BIGNUM.
+        // SAFETY: self owns a live, non-NULL BIGNUM (until drop), only read here.
         unsafe { BN_is_one(self.as_ptr()) == 1 }
     }
 
     pub fn is_odd(&self) -> bool {
-        // SAFETY: valid BIGNUM.
+        // SAFETY: self owns a live, non-NULL BIGNUM (until drop), only read here.
         unsafe { BN_is_odd(self.as_ptr()) == 1 }
     }
 
     pub fn is_negative(&self) -> bool {
-        // SAFETY: valid BIGNUM.
+        // SAFETY: self owns a live, non-NULL BIGNUM (until drop), only read here.
         unsafe { BN_is_negative(self.as_ptr()) == 1 }
     }
 
     /// Variable-time comparison; for public values only.
     pub fn cmp_vartime(&self, other: &BigNum) -> core::cmp::Ordering {
-        // SAFETY: both valid.
+        // SAFETY: self and other each own a live, non-NULL BIGNUM (until drop), both only read.
         unsafe { BN_cmp(self.as_ptr(), other.as_ptr()) }.cmp(&0)
     }
 
@@ -161,7 +166,8 @@ impl BigNum {
     pub fn to_limbs(&self, words: usize) -> KaeResult<crate::rsa::ct_limbs::Limbs> {
         let mut buf = zeroize::Zeroizing::new(vec![0u8; words * 8]);
         let len = c_int::try_from(buf.len()).map_err(|_| KaeError::InvalidLength)?;
-        // SAFETY: buf is writable for len bytes.
+        // SAFETY: self owns a live BIGNUM, only read; buf is our own buffer, writable for len
+        // bytes.
         let r = unsafe { BN_bn2lebinpad(self.as_ptr(), buf.as_mut_ptr(), len) };
         if r < 0 {
             return Err(KaeError::BignumFailure);
@@ -231,7 +237,7 @@ impl BnCtx {
 
 impl Drop for BnCtx {
     fn drop(&mut self) {
-        // SAFETY: owned.
+        // SAFETY: self.0 is the BN_CTX this wrapper allocated and owns; drop runs once.
         unsafe { BN_CTX_free(self.0.as_ptr()) }
     }
 }
@@ -245,7 +251,8 @@ unsafe impl Sync for MontCtx {}
 
 impl MontCtx {
     pub fn new(modulus: &BigNum, ctx: &BnCtx) -> KaeResult<Self> {
-        // SAFETY: allocation; NULL handled below.
+        // SAFETY: BN_MONT_CTX_new has no preconditions; a NULL result (out of memory) becomes an
+        // error.
         let m = NonNull::new(unsafe { BN_MONT_CTX_new() })
             .map(MontCtx)
             .ok_or(KaeError::OutOfMemory)?;
@@ -260,7 +267,7 @@ impl MontCtx {
 
 impl Drop for MontCtx {
     fn drop(&mut self) {
-        // SAFETY: owned.
+        // SAFETY: self.0 is the BN_MONT_CTX this wrapper allocated and owns; drop runs once.
         unsafe { BN_MONT_CTX_free(self.0.as_ptr()) }
     }
 }
@@ -278,7 +285,9 @@ pub mod arith {
         mont: &MontCtx,
         ctx: &BnCtx,
     ) -> KaeResult<()> {
-        // SAFETY: all pointers valid; the mont ctx belongs to m.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop) and r is borrowed mutably,
+        // so no input aliases it. mont must be built for m: not checked here, every caller passes
+        // m's own.
         cvt(unsafe {
             BN_mod_exp_mont_consttime(
                 r.as_ptr(),
@@ -305,7 +314,8 @@ pub mod arith {
         mont2: &MontCtx,
         ctx: &BnCtx,
     ) -> KaeResult<()> {
-        // SAFETY: all pointers valid; each mont ctx belongs to its modulus.
+        // SAFETY: as in mod_exp_consttime: live wrapped objects, r1 and r2 borrowed mutably; each
+        // mont must be built for its modulus, which the callers pair (not checked here).
         cvt(unsafe {
             BN_mod_exp_mont_consttime_x2(
                 r1.as_ptr(),
@@ -332,7 +342,8 @@ pub mod arith {
         mont: &MontCtx,
         ctx: &BnCtx,
     ) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: as in mod_exp_consttime: live wrapped objects, r borrowed mutably; mont must be
+        // built for m, which the callers pair (not checked here).
         cvt(unsafe {
             BN_mod_exp_mont(
                 r.as_ptr(),
@@ -352,7 +363,8 @@ pub mod arith {
         mont: &MontCtx,
         ctx: &BnCtx,
     ) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe {
             BN_mod_mul_montgomery(
                 r.as_ptr(),
@@ -365,26 +377,30 @@ pub mod arith {
     }
 
     pub fn to_mont(r: &mut BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_to_montgomery(r.as_ptr(), a.as_ptr(), mont.as_ptr(), ctx.as_ptr()) })
     }
 
     /// Montgomery reduction: r = a·R^-1 mod m, for 0 ≤ a < m·R.
     pub fn from_mont(r: &mut BigNum, a: &BigNum, mont: &MontCtx, ctx: &BnCtx) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_from_montgomery(r.as_ptr(), a.as_ptr(), mont.as_ptr(), ctx.as_ptr()) })
     }
 
     /// r = a − b mod m for 0 ≤ a, b < m (no division).
     pub fn mod_sub_quick(r: &mut BigNum, a: &BigNum, b: &BigNum, m: &BigNum) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_mod_sub_quick(r.as_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr()) })
     }
 
     /// r = a mod m (non-negative). With BN_FLG_CONSTTIME set on an operand, libcrypto takes
     /// its fixed-top division path.
     pub fn nnmod(r: &mut BigNum, a: &BigNum, m: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_nnmod(r.as_ptr(), a.as_ptr(), m.as_ptr(), ctx.as_ptr()) })
     }
 
@@ -395,7 +411,8 @@ pub mod arith {
         m: &BigNum,
         ctx: &BnCtx,
     ) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_mod_mul(r.as_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr(), ctx.as_ptr()) })
     }
 
@@ -406,32 +423,38 @@ pub mod arith {
         m: &BigNum,
         ctx: &BnCtx,
     ) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_mod_sub(r.as_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr(), ctx.as_ptr()) })
     }
 
     pub fn mul(r: &mut BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_mul(r.as_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_ptr()) })
     }
 
     pub fn add(r: &mut BigNum, a: &BigNum, b: &BigNum) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_add(r.as_ptr(), a.as_ptr(), b.as_ptr()) })
     }
 
     pub fn sub(r: &mut BigNum, a: &BigNum, b: &BigNum) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_sub(r.as_ptr(), a.as_ptr(), b.as_ptr()) })
     }
 
     pub fn sub_word(a: &mut BigNum, w: u64) -> KaeResult<()> {
-        // SAFETY: valid pointer.
+        // SAFETY: a owns a live, non-NULL BIGNUM and is borrowed mutably, so nothing else reads it
+        // meanwhile.
         cvt(unsafe { BN_sub_word(a.as_ptr(), w) })
     }
 
     pub fn gcd(r: &mut BigNum, a: &BigNum, b: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it.
         cvt(unsafe { BN_gcd(r.as_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_ptr()) })
     }
 
@@ -451,7 +474,8 @@ pub mod arith {
 
     /// Modular inverse; constant time when a or n carries BN_FLG_CONSTTIME.
     pub fn mod_inverse(r: &mut BigNum, a: &BigNum, n: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
-        // SAFETY: all pointers valid; returns r or NULL.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // no input aliases it. BN_mod_inverse returns r or NULL, never a new BIGNUM to free.
         let p = unsafe { BN_mod_inverse(r.as_ptr(), a.as_ptr(), n.as_ptr(), ctx.as_ptr()) };
         if p.is_null() {
             Err(KaeError::BignumFailure)
@@ -462,7 +486,8 @@ pub mod arith {
 
     /// Uniform random r in [0, range) from the private DRBG.
     pub fn priv_rand_range(r: &mut BigNum, range: &BigNum, ctx: &BnCtx) -> KaeResult<()> {
-        // SAFETY: all pointers valid.
+        // SAFETY: each wrapper owns a live, non-NULL object (until drop); r is borrowed mutably, so
+        // range cannot alias it.
         cvt(unsafe { BN_priv_rand_range_ex(r.as_ptr(), range.as_ptr(), 0, ctx.as_ptr()) })
             .map_err(|_| KaeError::RandomFailure)
     }
@@ -484,7 +509,7 @@ pub mod arith {
     }
 
     pub fn is_prime(p: &BigNum, ctx: &BnCtx) -> KaeResult<bool> {
-        // SAFETY: valid pointers.
+        // SAFETY: p and ctx own live, non-NULL objects (until drop); no callback is passed.
         match unsafe { BN_check_prime(p.as_ptr(), ctx.as_ptr(), core::ptr::null_mut()) } {
             1 => Ok(true),
             0 => Ok(false),
@@ -498,7 +523,7 @@ pub mod arith {
         let mut y = vec![0u8; len];
         a.write_be_padded(&mut x)?;
         b.write_be_padded(&mut y)?;
-        // SAFETY: both buffers are len bytes.
+        // SAFETY: x and y are our own buffers of len bytes each.
         let r = unsafe { CRYPTO_memcmp(x.as_ptr().cast(), y.as_ptr().cast(), len) } == 0;
         zeroize::Zeroize::zeroize(&mut x[..]);
         zeroize::Zeroize::zeroize(&mut y[..]);

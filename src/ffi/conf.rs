@@ -48,7 +48,8 @@ struct Conf(*mut openssl_sys::CONF);
 
 impl Drop for Conf {
     fn drop(&mut self) {
-        // SAFETY: created by NCONF_new and freed once.
+        // SAFETY: self.0 is NULL or the CONF from NCONF_new that only this wrapper owns; NCONF_free
+        // accepts NULL and drop runs once.
         unsafe { openssl_sys::NCONF_free(self.0) }
     }
 }
@@ -83,7 +84,8 @@ impl Conf {
         if stack.is_null() {
             return None;
         }
-        // SAFETY: a valid stack of CONF_VALUE pointers.
+        // SAFETY: stack is the non-NULL section stack just returned, owned by self's CONF, which
+        // outlives this loop.
         let n = unsafe { openssl_sys::OPENSSL_sk_num(stack) };
         let mut out = Vec::new();
         for i in 0..n {
@@ -114,7 +116,7 @@ pub fn provider_section(provider_name: &str) -> Option<FileSection> {
     // raises for missing values never reach the application.
     unsafe { ERR_set_mark() };
     let found = provider_section_inner(provider_name);
-    // SAFETY: pops back to the mark set above.
+    // SAFETY: no preconditions; it pops back to the mark this function set just above.
     unsafe { ERR_pop_to_mark() };
     found
 }
@@ -122,21 +124,24 @@ pub fn provider_section(provider_name: &str) -> Option<FileSection> {
 fn provider_section_inner(provider_name: &str) -> Option<FileSection> {
     // SAFETY: returns a malloc'd copy (or NULL) that we free below.
     let file_ptr = unsafe { CONF_get1_default_config_file() };
-    // SAFETY: NULL or a NUL-terminated string.
+    // SAFETY: file_ptr is NULL or the NUL-terminated copy just returned, freed only after this
+    // copy.
     let file = unsafe { super::core::opt_cstr(file_ptr) }.map(str::to_owned);
     if !file_ptr.is_null() {
-        // SAFETY: allocated by libcrypto's allocator.
+        // SAFETY: file_ptr is the non-NULL copy CONF_get1_default_config_file allocated with
+        // libcrypto's allocator for us; it is not used after this.
         unsafe { openssl_sys::CRYPTO_free(file_ptr as *mut c_void, c"conf.rs".as_ptr(), 0) };
     }
     let file = file?;
     let cfile = CString::new(file.as_str()).ok()?;
-    // SAFETY: NULL selects the default method.
+    // SAFETY: NCONF_new accepts NULL (the default method); a NULL result is checked below.
     let conf = Conf(unsafe { openssl_sys::NCONF_new(core::ptr::null_mut()) });
     if conf.0.is_null() {
         return None;
     }
     let mut eline: c_long = 0;
-    // SAFETY: a fresh CONF and a NUL-terminated path.
+    // SAFETY: conf.0 is the non-NULL CONF just created, cfile a NUL-terminated path and eline a
+    // local.
     if unsafe { NCONF_load(conf.0, cfile.as_ptr(), &mut eline) } != 1 {
         return None;
     }

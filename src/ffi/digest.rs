@@ -38,7 +38,8 @@ impl Md {
             )
         };
         let ptr = NonNull::new(p).ok_or(KaeError::FetchFailed)?;
-        // SAFETY: valid EVP_MD.
+        // SAFETY: p is the non-NULL EVP_MD just fetched, a reference we hold until Md's drop; only
+        // read.
         let (size, block) = unsafe { (EVP_MD_get_size(p), EVP_MD_get_block_size(p)) };
         let md = Md {
             ptr,
@@ -80,7 +81,8 @@ impl Clone for Md {
 
 impl Drop for Md {
     fn drop(&mut self) {
-        // SAFETY: we hold one reference.
+        // SAFETY: self.ptr is the one EVP_MD reference this Md holds (from fetch or up_ref in
+        // clone), released once here.
         unsafe { EVP_MD_free(self.ptr.as_ptr()) }
     }
 }
@@ -113,7 +115,8 @@ unsafe impl Send for MdCtx {}
 
 impl MdCtx {
     pub fn new() -> KaeResult<Self> {
-        // SAFETY: allocation.
+        // SAFETY: EVP_MD_CTX_new has no preconditions; a NULL result (out of memory) becomes an
+        // error.
         NonNull::new(unsafe { EVP_MD_CTX_new() })
             .map(MdCtx)
             .ok_or(KaeError::OutOfMemory)
@@ -124,7 +127,8 @@ impl MdCtx {
     }
 
     pub fn init(&mut self, md: &Md) -> KaeResult<()> {
-        // SAFETY: valid ctx and md.
+        // SAFETY: self owns a live EVP_MD_CTX and is borrowed mutably; md holds a reference to a
+        // live EVP_MD for the call (the context takes its own).
         if unsafe { EVP_DigestInit_ex2(self.as_ptr(), md.as_ptr(), core::ptr::null()) } == 1 {
             Ok(())
         } else {
@@ -136,7 +140,8 @@ impl MdCtx {
         if data.is_empty() {
             return Ok(());
         }
-        // SAFETY: valid ctx; data valid for len bytes.
+        // SAFETY: self owns a live EVP_MD_CTX and is borrowed mutably; data is a slice, readable
+        // for its length.
         if unsafe { EVP_DigestUpdate(self.as_ptr(), data.as_ptr().cast(), data.len()) } == 1 {
             Ok(())
         } else {
@@ -163,7 +168,8 @@ impl MdCtx {
 
     pub fn try_clone(&self) -> KaeResult<Self> {
         let n = Self::new()?;
-        // SAFETY: both valid.
+        // SAFETY: n is a fresh context owned here and written; self owns a live one that is only
+        // read.
         if unsafe { EVP_MD_CTX_copy_ex(n.as_ptr(), self.as_ptr()) } == 1 {
             Ok(n)
         } else {
@@ -174,7 +180,7 @@ impl MdCtx {
 
 impl Drop for MdCtx {
     fn drop(&mut self) {
-        // SAFETY: owned.
+        // SAFETY: self.0 is the EVP_MD_CTX this wrapper allocated and owns; drop runs once.
         unsafe { EVP_MD_CTX_free(self.0.as_ptr()) }
     }
 }

@@ -94,14 +94,16 @@ pub struct Param<'a> {
 
 impl<'a> Param<'a> {
     pub fn data_type(&self) -> u32 {
-        // SAFETY: valid element.
+        // SAFETY: a Param is only made by Params::locate, from an array valid for 'a (from_ptr's
+        // contract), so ptr points at a live element.
         unsafe { (*self.ptr).data_type }
     }
 
     /// libcrypto's integer getters read `data` without checking it: a number needs a
     /// numeric type, data and a non-zero size (NULL data crashed OpenSSL 3.0's getters).
     fn check_number(&self) -> KaeResult<()> {
-        // SAFETY: valid element.
+        // SAFETY: a Param is only made by Params::locate, from an array valid for 'a (from_ptr's
+        // contract), so ptr points at a live element, only read here.
         let p = unsafe { &*self.ptr };
         let numeric = matches!(
             p.data_type,
@@ -116,7 +118,8 @@ impl<'a> Param<'a> {
     pub fn get_int(&self) -> KaeResult<i32> {
         self.check_number()?;
         let mut v = 0;
-        // SAFETY: valid element and out-pointer.
+        // SAFETY: ptr is a live element (made by locate) with numeric type, non-NULL data and a
+        // non-zero size (check_number above); v is a local.
         if unsafe { OSSL_PARAM_get_int(self.ptr, &mut v) } == 1 {
             Ok(v)
         } else {
@@ -127,7 +130,8 @@ impl<'a> Param<'a> {
     pub fn get_uint(&self) -> KaeResult<u32> {
         self.check_number()?;
         let mut v = 0;
-        // SAFETY: valid element and out-pointer.
+        // SAFETY: ptr is a live element (made by locate) with numeric type, non-NULL data and a
+        // non-zero size (check_number above); v is a local.
         if unsafe { OSSL_PARAM_get_uint(self.ptr, &mut v) } == 1 {
             Ok(v)
         } else {
@@ -138,7 +142,8 @@ impl<'a> Param<'a> {
     pub fn get_size_t(&self) -> KaeResult<usize> {
         self.check_number()?;
         let mut v = 0;
-        // SAFETY: valid element and out-pointer.
+        // SAFETY: ptr is a live element (made by locate) with numeric type, non-NULL data and a
+        // non-zero size (check_number above); v is a local.
         if unsafe { OSSL_PARAM_get_size_t(self.ptr, &mut v) } == 1 {
             Ok(v)
         } else {
@@ -152,7 +157,8 @@ impl<'a> Param<'a> {
     /// nothing guarantees a terminator inside or after the buffer. A UTF8_PTR is bounded by
     /// its `data_size` when that is set; 0 means "NUL-terminated" by convention.
     pub fn get_utf8(&self) -> KaeResult<&'a str> {
-        // SAFETY: valid element (constructor contract).
+        // SAFETY: a Param is only made by Params::locate, from an array valid for 'a, so ptr points
+        // at a live element, only read here.
         let p = unsafe { &*self.ptr };
         let (data, bound): (*const u8, Option<usize>) = match p.data_type {
             OSSL_PARAM_UTF8_STRING => (p.data as *const u8, Some(p.data_size)),
@@ -185,7 +191,8 @@ impl<'a> Param<'a> {
     /// A string parameter that carries no string: NULL data, or a UTF8_PTR / OCTET_PTR whose
     /// pointer is NULL (how `OSSL_ENCODER_CTX_set_cipher(ctx, NULL, NULL)` says "no cipher").
     pub fn is_null_string(&self) -> bool {
-        // SAFETY: valid element (constructor contract).
+        // SAFETY: a Param is only made by Params::locate, from an array valid for 'a, so ptr points
+        // at a live element, only read here.
         let p = unsafe { &*self.ptr };
         if p.data.is_null() {
             return true;
@@ -203,7 +210,7 @@ impl<'a> Param<'a> {
     pub fn get_octets(&self) -> KaeResult<&'a [u8]> {
         let mut p: *const libc::c_void = core::ptr::null();
         let mut len = 0usize;
-        // SAFETY: valid element and out-pointers.
+        // SAFETY: ptr is a live element (made by locate); p and len are locals the getter writes.
         if unsafe { OSSL_PARAM_get_octet_string_ptr(self.ptr, &mut p, &mut len) } != 1 {
             return Err(KaeError::InvalidParam);
         }
@@ -224,7 +231,8 @@ impl<'a> Param<'a> {
         if unsafe { OSSL_PARAM_get_BN(self.ptr, &mut bn) } != 1 {
             return Err(KaeError::InvalidParam);
         }
-        // SAFETY: freshly allocated, now owned by us.
+        // SAFETY: on success OSSL_PARAM_get_BN allocated a new BIGNUM into bn that nothing else
+        // references; BigNum takes sole ownership (NULL becomes an error).
         let tmp = unsafe { BigNum::from_raw(bn) }.ok_or(KaeError::OutOfMemory)?;
         if secret {
             tmp.dup(true)
@@ -242,7 +250,8 @@ pub struct ParamsMut<'a> {
 
 impl<'a> ParamsMut<'a> {
     /// # Safety
-    /// `ptr` is NULL or a valid terminated OSSL_PARAM array we may write into.
+    /// `ptr` is NULL or a valid OSSL_PARAM array terminated by a NULL key, living for `'a`, whose
+    /// elements we may write (each non-NULL `data` writable for its `data_size` bytes).
     pub unsafe fn from_ptr(ptr: *mut OSSL_PARAM) -> Self {
         ParamsMut {
             ptr,
@@ -254,7 +263,8 @@ impl<'a> ParamsMut<'a> {
         if self.ptr.is_null() {
             return None;
         }
-        // SAFETY: valid terminated array.
+        // SAFETY: self.ptr is non-NULL here and, by from_ptr's contract, a terminated array valid
+        // for 'a.
         let p = unsafe { OSSL_PARAM_locate(self.ptr, key.as_ptr()) };
         if p.is_null() {
             None
@@ -282,7 +292,8 @@ fn ok(r: libc::c_int) -> KaeResult<()> {
 
 impl ParamMut<'_> {
     pub fn data_type(&self) -> u32 {
-        // SAFETY: valid element.
+        // SAFETY: a ParamMut is only made by ParamsMut::locate, from an array valid and writable
+        // for 'a, so ptr points at a live element.
         unsafe { (*self.ptr).data_type }
     }
     /// A size query (NULL data) for a number of `size` bytes: answered by setting
@@ -301,32 +312,37 @@ impl ParamMut<'_> {
         if self.size_query(core::mem::size_of::<i32>()) {
             return Ok(());
         }
-        // SAFETY: valid element with data.
+        // SAFETY: ptr is a live, writable element (made by locate) whose data is non-NULL
+        // (size_query returned false); libcrypto bounds the write by data_size.
         ok(unsafe { OSSL_PARAM_set_int(self.ptr, v) })
     }
     pub fn set_uint(&mut self, v: u32) -> KaeResult<()> {
         if self.size_query(core::mem::size_of::<u32>()) {
             return Ok(());
         }
-        // SAFETY: valid element with data.
+        // SAFETY: ptr is a live, writable element (made by locate) whose data is non-NULL
+        // (size_query returned false); libcrypto bounds the write by data_size.
         ok(unsafe { OSSL_PARAM_set_uint(self.ptr, v) })
     }
     pub fn set_u64(&mut self, v: u64) -> KaeResult<()> {
         if self.size_query(core::mem::size_of::<u64>()) {
             return Ok(());
         }
-        // SAFETY: valid element with data.
+        // SAFETY: ptr is a live, writable element (made by locate) whose data is non-NULL
+        // (size_query returned false); libcrypto bounds the write by data_size.
         ok(unsafe { OSSL_PARAM_set_uint64(self.ptr, v) })
     }
     pub fn set_size_t(&mut self, v: usize) -> KaeResult<()> {
         if self.size_query(core::mem::size_of::<usize>()) {
             return Ok(());
         }
-        // SAFETY: valid element with data.
+        // SAFETY: ptr is a live, writable element (made by locate) whose data is non-NULL
+        // (size_query returned false); libcrypto bounds the write by data_size.
         ok(unsafe { OSSL_PARAM_set_size_t(self.ptr, v) })
     }
     pub fn set_bn(&mut self, v: &BigNum) -> KaeResult<()> {
-        // SAFETY: valid element and BIGNUM.
+        // SAFETY: ptr is a live, writable element (made by locate) and v owns a live BIGNUM;
+        // libcrypto checks NULL data and bounds the write by data_size.
         ok(unsafe { OSSL_PARAM_set_BN(self.ptr, v.as_ptr()) })
     }
     /// Sets a UTF8_STRING (copied into the caller's buffer) or a UTF8_PTR (pointer to a
@@ -334,7 +350,8 @@ impl ParamMut<'_> {
     /// be handed out that way).
     pub fn set_utf8(&mut self, s: &'static CStr) -> KaeResult<()> {
         if self.data_type() == OSSL_PARAM_UTF8_PTR {
-            // SAFETY: valid element; s is 'static.
+            // SAFETY: ptr is a live, writable element (made by locate); s is 'static, so the
+            // pointer stored in the element stays valid after we return.
             ok(unsafe { OSSL_PARAM_set_utf8_ptr(self.ptr, s.as_ptr()) })
         } else {
             // SAFETY: valid element; libcrypto checks the buffer size.
@@ -344,7 +361,8 @@ impl ParamMut<'_> {
     /// Sets a UTF8_STRING from a transient string.
     pub fn set_utf8_owned(&mut self, s: &str) -> KaeResult<()> {
         let c = std::ffi::CString::new(s).map_err(|_| KaeError::InvalidParam)?;
-        // SAFETY: valid element; the string is copied.
+        // SAFETY: ptr is a live, writable element (made by locate); c outlives the call and
+        // libcrypto copies it within data_size.
         ok(unsafe { OSSL_PARAM_set_utf8_string(self.ptr, c.as_ptr()) })
     }
     pub fn set_octets(&mut self, v: &[u8]) -> KaeResult<()> {
@@ -390,7 +408,8 @@ pub struct ParamBuilder(core::ptr::NonNull<OSSL_PARAM_BLD>);
 
 impl ParamBuilder {
     pub fn new() -> KaeResult<Self> {
-        // SAFETY: allocation.
+        // SAFETY: OSSL_PARAM_BLD_new has no preconditions; a NULL result (out of memory) becomes an
+        // error.
         core::ptr::NonNull::new(unsafe { OSSL_PARAM_BLD_new() })
             .map(ParamBuilder)
             .ok_or(KaeError::OutOfMemory)
@@ -401,7 +420,8 @@ impl ParamBuilder {
         ok(unsafe { OSSL_PARAM_BLD_push_BN(self.0.as_ptr(), key.as_ptr(), bn.as_ptr()) })
     }
     pub fn push_utf8(&mut self, key: &'static CStr, s: &'static CStr) -> KaeResult<()> {
-        // SAFETY: valid builder and static strings.
+        // SAFETY: self.0 is the live builder this wrapper owns; key and s are 'static, so the
+        // pointers the builder keeps until build stay valid.
         ok(
             unsafe {
                 OSSL_PARAM_BLD_push_utf8_string(self.0.as_ptr(), key.as_ptr(), s.as_ptr(), 0)
@@ -409,7 +429,8 @@ impl ParamBuilder {
         )
     }
     pub fn push_int(&mut self, key: &'static CStr, v: i32) -> KaeResult<()> {
-        // SAFETY: valid builder.
+        // SAFETY: self.0 is the live builder this wrapper owns; key is 'static, so the pointer the
+        // builder keeps until build stays valid.
         ok(unsafe { OSSL_PARAM_BLD_push_int(self.0.as_ptr(), key.as_ptr(), v) })
     }
     pub fn build(self) -> KaeResult<OwnedParams> {
@@ -423,7 +444,7 @@ impl ParamBuilder {
 
 impl Drop for ParamBuilder {
     fn drop(&mut self) {
-        // SAFETY: owned.
+        // SAFETY: self.0 is the builder this wrapper allocated and owns; drop runs once.
         unsafe { OSSL_PARAM_BLD_free(self.0.as_ptr()) }
     }
 }
@@ -488,11 +509,12 @@ mod tests {
             ),
             END,
         ];
-        // SAFETY: as above.
+        // SAFETY: arr and the string ptr points to live in this scope and arr is terminated by END.
         let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
         assert_eq!(ps.locate(c"pad-mode").unwrap().get_utf8(), Ok("pkcs1"));
-        arr[0].data_size = 0; // conventional: NUL-terminated
-                              // SAFETY: as above.
+        // Conventional: NUL-terminated.
+        arr[0].data_size = 0;
+        // SAFETY: arr and text (NUL-terminated) live in this scope; arr is terminated by END.
         let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
         assert_eq!(
             ps.locate(c"pad-mode").unwrap().get_utf8(),
@@ -504,7 +526,8 @@ mod tests {
             utf8_param(c"y", OSSL_PARAM_OCTET_STRING, text.as_mut_ptr(), 3),
             END,
         ];
-        // SAFETY: as above.
+        // SAFETY: arr is a terminated array of this scope; its data pointers are NULL or into text,
+        // which outlives ps.
         let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
         assert!(ps.locate(c"x").unwrap().get_utf8().is_err());
         assert!(ps.locate(c"y").unwrap().get_utf8().is_err());
@@ -533,7 +556,8 @@ mod tests {
             ),
             END,
         ];
-        // SAFETY: as above.
+        // SAFETY: arr is a terminated array of this scope; its data pointers are NULL or point to
+        // v, which outlives ps.
         let ps = unsafe { Params::from_ptr(arr.as_ptr()) };
         for k in [c"a", c"b", c"c", c"d"] {
             let p = ps.locate(k).unwrap();

@@ -13,7 +13,7 @@ pub struct EventFd(c_int);
 
 impl EventFd {
     pub fn new() -> KaeResult<EventFd> {
-        // SAFETY: plain syscall.
+        // SAFETY: eventfd takes no pointers and has no preconditions; a negative result is checked.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
             return Err(KaeError::BackendFailure);
@@ -42,7 +42,8 @@ impl EventFd {
 
 impl Drop for EventFd {
     fn drop(&mut self) {
-        // SAFETY: we own the fd.
+        // SAFETY: self.0 is the descriptor eventfd gave this EventFd, which alone closes it, once
+        // (drop); the wait ctx and requests share it only through the Arc.
         unsafe { libc::close(self.0) };
         #[cfg(test)]
         tests::CLOSED_HERE.with(|c| c.borrow_mut().push(self.0));
@@ -97,12 +98,13 @@ pub struct AsyncJob {
 
 impl AsyncJob {
     pub fn current() -> Option<AsyncJob> {
-        // SAFETY: plain query of thread-local state.
+        // SAFETY: ASYNC_get_current_job takes no arguments and only reads this thread's ASYNC
+        // state.
         let job = unsafe { ASYNC_get_current_job() };
         if job.is_null() {
             return None;
         }
-        // SAFETY: job is the current job.
+        // SAFETY: job is the non-NULL job running on this thread, live while we run inside it.
         let wait_ctx = unsafe { ASYNC_get_wait_ctx(job) };
         if wait_ctx.is_null() {
             return None;
@@ -115,7 +117,8 @@ impl AsyncJob {
     pub fn wake(&self) -> KaeResult<JobWake> {
         let mut cb: Option<ASYNC_callback_fn> = None;
         let mut arg: *mut c_void = core::ptr::null_mut();
-        // SAFETY: valid wait ctx and out-pointers.
+        // SAFETY: wait_ctx is the wait context of the job running on this thread (from current),
+        // kept alive by the application until the job finishes; cb and arg are locals.
         if unsafe { ASYNC_WAIT_CTX_get_callback(self.wait_ctx, &mut cb, &mut arg) } == 1 {
             if let Some(cb) = cb {
                 return Ok(JobWake::Callback {
@@ -130,7 +133,8 @@ impl AsyncJob {
     fn wait_fd(&self) -> KaeResult<Arc<EventFd>> {
         let mut fd: c_int = -1;
         let mut custom: *mut c_void = core::ptr::null_mut();
-        // SAFETY: valid wait ctx, our key, out-pointers.
+        // SAFETY: wait_ctx is the live wait context of the current job; key() is our static's
+        // address; fd and custom are locals.
         if unsafe { ASYNC_WAIT_CTX_get_fd(self.wait_ctx, key(), &mut fd, &mut custom) } == 1
             && !custom.is_null()
         {
@@ -161,7 +165,8 @@ impl AsyncJob {
     pub fn drain_wait_fd(&self) {
         let mut fd: c_int = -1;
         let mut custom: *mut c_void = core::ptr::null_mut();
-        // SAFETY: valid wait ctx, our key, out-pointers.
+        // SAFETY: wait_ctx is the live wait context of the current job; key() is our static's
+        // address; fd and custom are locals.
         if unsafe { ASYNC_WAIT_CTX_get_fd(self.wait_ctx, key(), &mut fd, &mut custom) } == 1
             && !custom.is_null()
         {
@@ -171,7 +176,8 @@ impl AsyncJob {
     }
 
     pub fn set_status(&self, status: c_int) {
-        // SAFETY: valid wait ctx.
+        // SAFETY: wait_ctx is the live wait context of the job running on this thread (from
+        // current).
         unsafe { ASYNC_WAIT_CTX_set_status(self.wait_ctx, status) };
     }
 
@@ -245,7 +251,7 @@ pub(crate) mod testing {
 
     impl TestJob {
         pub fn new(body: impl FnMut(&AsyncJob) + 'static) -> TestJob {
-            // SAFETY: plain constructor.
+            // SAFETY: ASYNC_WAIT_CTX_new has no preconditions; the result is asserted non-NULL.
             let ctx = unsafe { ASYNC_WAIT_CTX_new() };
             assert!(!ctx.is_null());
             TestJob {
@@ -297,7 +303,8 @@ pub(crate) mod testing {
                 self.job.is_null() || std::thread::panicking(),
                 "TestJob dropped while its job is paused"
             );
-            // SAFETY: ctx is ours and no job uses it any more.
+            // SAFETY: self.ctx is the wait ctx this TestJob created and owns; the assert above
+            // ensures no paused job still refers to it, and drop runs once.
             unsafe { ASYNC_WAIT_CTX_free(self.ctx) };
         }
     }
@@ -324,13 +331,14 @@ mod tests {
     }
 
     fn fd_open(fd: c_int) -> bool {
-        // SAFETY: F_GETFD on any number is harmless.
+        // SAFETY: fcntl(F_GETFD) only queries a descriptor number; an unused one just fails with
+        // EBADF.
         unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
     }
 
     #[test]
     fn wait_fd_lives_until_the_wait_ctx_and_every_request_let_go() {
-        // SAFETY: plain constructor.
+        // SAFETY: ASYNC_WAIT_CTX_new has no preconditions.
         let ctx = unsafe { ASYNC_WAIT_CTX_new() };
         let job = AsyncJob { wait_ctx: ctx };
         let ev = job.wait_fd().unwrap();

@@ -22,7 +22,9 @@ unsafe impl Sync for Core {}
 
 impl Core {
     /// # Safety
-    /// `dispatch` is the core's terminated dispatch table.
+    /// `dispatch` is NULL or an OSSL_DISPATCH array terminated by function_id 0, each function
+    /// of the type core_dispatch.h gives its id; those functions and `handle` stay valid for
+    /// as long as the returned `Core` is used (the core's table lives until teardown).
     pub unsafe fn from_dispatch(
         handle: *const OSSL_CORE_HANDLE,
         mut dispatch: *const OSSL_DISPATCH,
@@ -202,12 +204,14 @@ pub fn guard_ptr<T, E: Into<Failure>>(
 /// Borrow a C string argument (NULL → None).
 ///
 /// # Safety
-/// `p` is NULL or a valid NUL-terminated string that outlives `'a`.
+/// `p` is NULL or points to a NUL-terminated string that stays valid and is not written for
+/// the lifetime `'a`.
 pub unsafe fn opt_cstr<'a>(p: *const c_char) -> Option<&'a str> {
     if p.is_null() {
         None
     } else {
-        // SAFETY: caller contract.
+        // SAFETY: p is non-NULL, so by the caller's contract it is a NUL-terminated string
+        // that stays valid and unwritten for 'a.
         unsafe { CStr::from_ptr(p) }.to_str().ok()
     }
 }

@@ -20,7 +20,9 @@ pub struct ForkMutex<T> {
 
 // SAFETY: access to `data` is serialised by the pthread mutex, as for std's Mutex.
 unsafe impl<T: Send> Sync for ForkMutex<T> {}
-// SAFETY: as above.
+// SAFETY: moving a ForkMutex moves its T (hence T: Send); a move needs ownership, so no
+// guard is alive then (lock_for_fork, which keeps the lock without a guard, is only used on
+// statics, which never move).
 unsafe impl<T: Send> Send for ForkMutex<T> {}
 
 pub struct ForkMutexGuard<'a, T> {
@@ -64,7 +66,8 @@ impl<T> ForkMutex<T> {
     /// # Safety
     /// The calling thread took the lock with `lock_for_fork` and holds no guard of it.
     pub unsafe fn unlock_in_parent(&self) {
-        // SAFETY: caller contract: this thread holds the lock.
+        // SAFETY: by the caller's contract this thread took the lock with lock_for_fork and holds
+        // no guard, so unlocking it here is the owner's unlock.
         unsafe { libc::pthread_mutex_unlock(self.raw.get()) };
     }
 
@@ -83,7 +86,8 @@ impl<T> ForkMutex<T> {
 impl<T> Deref for ForkMutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: the lock is held for the guard's life.
+        // SAFETY: a guard exists only while its thread holds the mutex (taken in lock, released in
+        // drop), so no other reference to data is live; the borrow is tied to the guard.
         unsafe { &*self.m.data.get() }
     }
 }
@@ -158,7 +162,7 @@ pub(crate) fn run_in_child(
     let t0 = std::time::Instant::now();
     loop {
         let mut st: core::ffi::c_int = 0;
-        // SAFETY: waiting for our own child.
+        // SAFETY: pid is the child this function forked and has not reaped yet; st is a local.
         let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
         if r == pid {
             return if libc::WIFEXITED(st) {
@@ -171,7 +175,8 @@ pub(crate) fn run_in_child(
             return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
         }
         if t0.elapsed() > limit {
-            // SAFETY: killing and reaping our own child.
+            // SAFETY: pid is the child this function forked and has not reaped yet, so kill and
+            // waitpid cannot reach another process; st is a local.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, &mut st, 0);

@@ -21,7 +21,8 @@ pub use self::core::{guard, guard_ptr, Core};
 /// Borrows an input buffer passed by the core (NULL allowed only when empty).
 ///
 /// # Safety
-/// `p` is valid for `len` bytes when non-NULL, for the lifetime `'a`.
+/// When `p` is non-NULL and `len` > 0, `p` points to `len` initialised bytes (`len` ≤
+/// `isize::MAX`) that stay valid and are not written for the lifetime `'a`.
 pub unsafe fn in_slice<'a>(p: *const u8, len: usize) -> Result<&'a [u8], crate::error::KaeError> {
     if len == 0 {
         return Ok(&[]);
@@ -29,6 +30,7 @@ pub unsafe fn in_slice<'a>(p: *const u8, len: usize) -> Result<&'a [u8], crate::
     if p.is_null() {
         return Err(crate::error::KaeError::NullParameter);
     }
-    // SAFETY: caller contract.
+    // SAFETY: p is non-NULL and len > 0 (checked above), so by the caller's contract p points
+    // to len initialised bytes that stay valid and unwritten for 'a; u8 needs no alignment.
     Ok(unsafe { ::core::slice::from_raw_parts(p, len) })
 }

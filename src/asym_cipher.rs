@@ -56,7 +56,9 @@ impl CipherCtx {
         params: *const OSSL_PARAM,
         decrypt: bool,
     ) -> Result<(), Failure> {
-        // SAFETY: keydata is NULL (keep current key) or ours.
+        // SAFETY: keydata is what op_init got from the core: NULL (keep the current key) or a
+        // keydata of at least 8 readable, aligned bytes, as from_ptr asks; only ours passes the tag
+        // check.
         if let Some(obj) = unsafe { KeyObj::from_ptr(keydata) } {
             self.key = Some(obj.key.clone());
         }

@@ -161,7 +161,7 @@ impl crate::ffi::core::HasCore for KemCtx {
 }
 
 unsafe extern "C" fn rsa_kem_newctx(provctx: *mut c_void) -> *mut c_void {
-    // SAFETY: registry lookup of the pointer the core passes.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
         return core::ptr::null_mut();
     };
@@ -180,13 +180,15 @@ unsafe extern "C" fn rsa_kem_newctx(provctx: *mut c_void) -> *mut c_void {
 
 unsafe extern "C" fn rsa_kem_freectx(ctx: *mut c_void) {
     if !ctx.is_null() {
-        // SAFETY: created by Box::into_raw in newctx/dupctx.
+        // SAFETY: ctx is the Box<KemCtx> our newctx/dupctx leaked; the core calls freectx once and
+        // never uses ctx after it.
         let _ = std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(ctx.cast::<KemCtx>()) }));
     }
 }
 
 unsafe extern "C" fn rsa_kem_dupctx(ctx: *mut c_void) -> *mut c_void {
-    // SAFETY: ctx is NULL or ours (the core's contract).
+    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
+    // ctx_mut asks.
     let Some(c) = (unsafe { ctx_mut(ctx) }) else {
         return core::ptr::null_mut();
     };

@@ -54,7 +54,8 @@ impl KeyObj {
         if tag != KEY_OBJ_TAG {
             return None;
         }
-        // SAFETY: the tag says it is ours (caller contract).
+        // SAFETY: the first word is our tag, so by the caller's contract p is a live KeyObj made by
+        // this module and not yet freed, hence valid for a shared borrow.
         unsafe { p.cast::<KeyObj>().as_ref() }
     }
     /// # Safety
@@ -379,7 +380,8 @@ unsafe extern "C" fn rsa_import(
     selection: c_int,
     params: *const OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: keydata is ours (fresh from new) or NULL.
+    // SAFETY: the core imports only into NULL or a keydata our new just made, which no one else
+    // uses yet: from_ptr_mut's contract (exclusive access).
     let Some(obj) = (unsafe { KeyObj::from_ptr_mut(keydata) }) else {
         return 0;
     };

@@ -77,7 +77,8 @@ impl SigCtx {
         op: Operation,
     ) -> Result<(), Failure> {
         self.init_key(keydata, op)?;
-        // SAFETY: params from the core (valid array or NULL).
+        // SAFETY: params is what op_init got from the core: NULL or a terminated array valid for
+        // this call (op_init's contract).
         self.set_params(&unsafe { Params::from_ptr(params) })
     }
 
@@ -631,7 +632,8 @@ unsafe extern "C" fn rsa_sig_newctx(provctx: *mut c_void, propq: *const c_char) 
 
 unsafe extern "C" fn rsa_sig_freectx(ctx: *mut c_void) {
     if !ctx.is_null() {
-        // SAFETY: created by Box::into_raw in newctx/dupctx.
+        // SAFETY: ctx is the Box<SigCtx> our newctx/dupctx leaked; the core calls freectx once and
+        // never uses ctx after it.
         let _ = std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(ctx.cast::<SigCtx>()) }));
     }
 }
@@ -808,7 +810,8 @@ unsafe fn digest_op_init(
     params: *const OSSL_PARAM,
     op: Operation,
 ) -> c_int {
-    // SAFETY: NULL or a C string (the core's contract).
+    // SAFETY: mdname is NULL or a NUL-terminated string valid for this call (digest_op_init's
+    // contract).
     let mdname = unsafe { opt_cstr(mdname) };
     // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
     with_ctx(unsafe { ctx_mut(ctx) }, |c| {
@@ -1140,7 +1143,8 @@ impl SigCtx {
     ) -> Result<(), Failure> {
         self.init_key(keydata, op)?;
         // The default provider applies the init parameters (only `signature` counts) first.
-        // SAFETY: params from the core (valid array or NULL).
+        // SAFETY: params is what sigalg_op_init got from the core: NULL or a terminated array valid
+        // for this call (its contract).
         self.sigalg_set_params(&unsafe { Params::from_ptr(params) })?;
         if self.key()?.kind == KeyType::RsaPss {
             return Err(Failure::with(
@@ -1427,7 +1431,8 @@ unsafe extern "C" fn sigalg_settable_ctx_params(
     ctx: *mut c_void,
     _provctx: *mut c_void,
 ) -> *const OSSL_PARAM {
-    // SAFETY: ctx is NULL (a query without context) or ours.
+    // SAFETY: the core passes NULL (a query without a context) or a context our newctx/dupctx
+    // returned and has not freed, as ctx_mut asks.
     match unsafe { ctx_mut(ctx) } {
         Some(c) if c.op == Operation::VerifyMessage => SIGALG_SETTABLE.as_ptr(),
         _ => core::ptr::null(),

@@ -381,7 +381,8 @@ fn euid_check() {
 pub fn publish(backend: &str) {
     PUBLISHED_ONCE.call_once(|| {
         if crate::provider::stats_disabled() {
-            // SAFETY: registering a plain extern "C" fn.
+            // SAFETY: at_exit is an extern "C" fn() of this module, which is linked -z nodelete, so
+            // it is still mapped when the process exits.
             unsafe { libc::atexit(at_exit) };
             return;
         }
@@ -403,7 +404,9 @@ pub fn publish(backend: &str) {
             match map_page(own_start_ticks(), uid) {
                 Ok(page) => {
                     // Carry over what was counted before publication.
-                    // SAFETY: page is mapped and ours.
+                    // SAFETY: page is the non-NULL, PAGE_SIZE, writable mapping map_page just made
+                    // and never unmapped; Counters holds atomics, so a shared borrow is sound even
+                    // if the file is written elsewhere.
                     let pc = unsafe { &(*page).counters };
                     for (d, s) in pc.values.iter().zip(LOCAL.values.iter()) {
                         d.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -547,7 +550,7 @@ mod tests {
         let moved = d.join("kae-stats.1");
         std::fs::write(&moved, page_bytes(MOVED, 1, 0, 1)).unwrap();
         let fifo = CString::new(d.join("kae-stats.2").as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: mkfifo on a NUL-terminated path.
+        // SAFETY: mkfifo only reads the path, a NUL-terminated CString alive for the call.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         symlink("/dev/zero", d.join("kae-stats.3")).unwrap();
         std::fs::write(d.join("kae-stats.4"), [0u8; 10]).unwrap();

@@ -81,7 +81,8 @@ const SQR_UNROLL_MAX: usize = 20;
 #[inline(always)]
 fn wipe<V: Lanes>(v: &mut [V]) {
     for x in v.iter_mut() {
-        // SAFETY: `x` is a valid, aligned `&mut V`.
+        // SAFETY: x comes from iter_mut, so it is a valid, aligned and exclusive &mut V; the
+        // volatile write only keeps the store from being elided.
         unsafe { core::ptr::write_volatile(x, V::zero()) };
     }
     core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);

@@ -177,7 +177,8 @@ pub unsafe fn exp_ifma_interleaved(
     assert!(m.len() == base.len() && m.len() == out.len() && exp.len() * 64 >= exp_bits);
     let k0 = kernel::neg_inv52_lanes(m);
     let mut rr = vec![[0u64; LANES]; m.len()];
-    // SAFETY: the caller's promise.
+    // SAFETY: this function's contract is assume's: the CPU running the kernel executes AVX-512F
+    // and AVX-512 IFMA instructions.
     let token = unsafe { IfmaToken::assume() };
     kernel::r_squared_ifma(token, m, &k0, &mut rr);
     kernel::exp_ifma(token, m, &k0, &rr, base, exp, exp_bits, out)

@@ -27,7 +27,8 @@ pub unsafe trait TableEntry {}
 // SAFETY: `#[repr(C)]` structs of integers, C string pointers and function pointers (no
 // ownership, no interior mutability); what they point to is static and never written.
 unsafe impl TableEntry for OSSL_DISPATCH {}
-// SAFETY: as above.
+// SAFETY: `#[repr(C)]`: C string pointers (names, properties, description) and a dispatch
+// table pointer, to data that is only ever read; no ownership or interior mutability.
 unsafe impl TableEntry for OSSL_ALGORITHM {}
 // SAFETY: as above; in a table they are descriptors (key, type, null data): nothing is ever
 // written through them.
@@ -36,7 +37,7 @@ unsafe impl TableEntry for OSSL_PARAM {}
 unsafe impl TableEntry for OSSL_ITEM {}
 // SAFETY: a table's values are `TableEntry`s: plain data that may be shared and sent.
 unsafe impl<T: TableEntry> Sync for Table<T> {}
-// SAFETY: as above.
+// SAFETY: as for Sync: `TableEntry` values are plain data, so moving a table is sound.
 unsafe impl<T: TableEntry> Send for Table<T> {}
 
 /// Builds an `OSSL_DISPATCH` entry from a typed `extern "C"` function.
@@ -179,11 +180,11 @@ pub(super) unsafe extern "C" fn kae_query_operation(
     no_cache: *mut c_int,
 ) -> *const OSSL_ALGORITHM {
     if !no_cache.is_null() {
-        // SAFETY: core passes a valid int pointer.
+        // SAFETY: no_cache is non-NULL (checked) and the core's writable int for this call.
         unsafe { *no_cache = 0 };
     }
     let r = std::panic::catch_unwind(|| {
-        // SAFETY: registry lookup.
+        // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
         let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
             return core::ptr::null();
         };

@@ -16,7 +16,7 @@ pub(super) unsafe extern "C" fn kae_get_capabilities(
     cb: Option<CapabilityCb>,
     arg: *mut c_void,
 ) -> c_int {
-    // SAFETY: registry lookup.
+    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
     let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
         return 0;
     };

@@ -55,7 +55,10 @@ static PROVIDER_DISPATCH: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
 /// default provider next to us, and hands back our dispatch table.
 ///
 /// # Safety
-/// Called by the OpenSSL core with valid arguments.
+/// Only the OpenSSL core calls it, as `OSSL_provider_init_fn`: `handle` is its handle for
+/// this provider and `in_` NULL or its dispatch table (terminated by function_id 0, each
+/// function of the type core_dispatch.h gives its id), both valid until our teardown; `out`
+/// and `provctx` are NULL (refused) or writable for this call.
 #[no_mangle]
 pub unsafe extern "C" fn OSSL_provider_init(
     handle: *const OSSL_CORE_HANDLE,
@@ -179,7 +182,8 @@ pub unsafe extern "C" fn OSSL_provider_init(
             let key = if default_provider.is_null() {
                 core::ptr::null_mut()
             } else {
-                // SAFETY: a provider we hold a reference to.
+                // SAFETY: default_provider is non-NULL here: the provider this init loaded into our
+                // private context, whose reference we hold until teardown.
                 unsafe { OSSL_PROVIDER_get0_provider_ctx(default_provider) }
             };
             let ctx = Arc::new(ProvCtx {
@@ -229,7 +233,8 @@ pub unsafe extern "C" fn OSSL_provider_init(
                     key
                 };
             }
-            // SAFETY: just written above.
+            // SAFETY: provctx is non-NULL (checked at the start), writable for this call, and
+            // written just above.
             let id = unsafe { *provctx } as usize;
             INSTANCES.lock().unwrap_or_else(|e| e.into_inner())[slot] = Some(Arc::downgrade(&ctx));
             REGISTRY

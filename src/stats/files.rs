@@ -33,7 +33,7 @@ pub use kae_counters::files::{
 /// Opens the root directory `path` for writing pages as `euid`, creating it (01777) when
 /// missing. See the module documentation for what is accepted.
 pub fn open_root(path: &CStr, euid: u32) -> Result<OwnedFd, Problem> {
-    // SAFETY: mkdir/open on a NUL-terminated path.
+    // SAFETY: mkdir only reads path, a NUL-terminated CStr borrowed for the call.
     let created = unsafe { libc::mkdir(path.as_ptr(), 0o1777) } == 0;
     if !created && errno() != libc::EEXIST {
         return Err(sys("mkdir"));
@@ -79,7 +79,8 @@ pub fn create_page(dir: BorrowedFd<'_>, pid: u32, size: usize) -> Result<OwnedFd
         if fd >= 0 {
             // SAFETY: a fresh descriptor that nothing else owns.
             let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            // SAFETY: ftruncate on the file we just created.
+            // SAFETY: fd is the descriptor just created and owned by this function (OwnedFd);
+            // ftruncate takes no pointers.
             if unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) } != 0 {
                 let e = sys("ftruncate");
                 unlink(dir, name.as_cstr());
@@ -139,7 +140,7 @@ mod tests {
     }
 
     fn me() -> u32 {
-        // SAFETY: geteuid has no preconditions.
+        // SAFETY: geteuid takes no arguments and cannot fail.
         unsafe { libc::geteuid() }
     }
 
@@ -330,7 +331,7 @@ mod tests {
         let (root_path, _root, dir) = setup(&t);
         let d = root_path.join(me().to_string());
         let fifo = c(&d.join("kae-stats.1"));
-        // SAFETY: mkfifo on a NUL-terminated path.
+        // SAFETY: mkfifo only reads the path, a NUL-terminated CString alive for the call.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         symlink("/dev/zero", d.join("kae-stats.2")).unwrap();
         fs::write(d.join("kae-stats.3"), [1u8; SIZE - 1]).unwrap();

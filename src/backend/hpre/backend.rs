@@ -487,7 +487,9 @@ impl Backend for HpreBackend {
                 .unwrap_or_else(|e| e.into_inner());
             if self.shared.stop.load(Ordering::Acquire) {
                 drop(pending);
-                // SAFETY: never given to UADK: still ours.
+                // SAFETY: ptr is the Box::into_raw just above, not yet passed to do_async or put in
+                // pending, so no callback or timeout scan can see it; we still own it and reclaim
+                // it once here.
                 let mut b = unsafe { Box::from_raw(ptr) };
                 return Err(b.req.take().expect("request present"));
             }

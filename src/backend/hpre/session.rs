@@ -50,13 +50,15 @@ pub(crate) fn lock_for_fork() {
 /// # Safety
 /// In the parent after fork, with the lock taken by [`lock_for_fork`] on this thread.
 pub(crate) unsafe fn unlock_in_parent() {
-    // SAFETY: as the caller promises.
+    // SAFETY: this function's contract is unlock_in_parent's: this thread took LIVE's lock with
+    // lock_for_fork and holds no guard of it.
     unsafe { LIVE.unlock_in_parent() }
 }
 /// # Safety
 /// In the child right after fork, with the lock taken by [`lock_for_fork`].
 pub(crate) unsafe fn reset_in_child() {
-    // SAFETY: as the caller promises. The parent's generation is not ours.
+    // SAFETY: this function's contract is reset_in_child's: the child right after fork, with
+    // the lock taken by lock_for_fork and no guard alive. The parent's generation is not ours.
     unsafe { LIVE.reset_in_child() };
     *LIVE.lock() = 0;
 }
@@ -218,7 +220,8 @@ fn make_ready(uadk: &'static Uadk, generation: u64, key: &RsaKey) -> KaeResult<S
     let mut n = vec![0u8; key_bytes];
     key.n()?.write_be_padded(&mut n)?;
     let (mut d_e, mut d_n) = (dtb(&mut e), dtb(&mut n));
-    // SAFETY: as above, for the public key.
+    // SAFETY: handle is the live session allocated above (released only by Session's Drop), and
+    // d_e, d_n describe e and n, locals that outlive the call (UADK copies the values).
     let rc = unsafe { (uadk.set_pubkey_params)(handle, &mut d_e, &mut d_n) };
     if rc != 0 {
         return Err(KaeError::BackendFailure);

@@ -34,7 +34,8 @@ fn dl_error() -> String {
     if e.is_null() {
         "unknown dlopen error".into()
     } else {
-        // SAFETY: non-null, NUL-terminated (above).
+        // SAFETY: e is non-NULL (checked above) and dlerror's thread-local NUL-terminated string,
+        // copied before any other dl call on this thread can replace it.
         unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
     }
 }

@@ -5,7 +5,6 @@
 //! `extern "C"` shims over safe code); `rsa` holds the key object, arithmetic and padding;
 //! `backend` is the seam to the CPU / hardware executors.
 #![deny(unsafe_op_in_unsafe_fn)]
-#![allow(clippy::missing_safety_doc)]
 
 extern crate openssl_sys;
 

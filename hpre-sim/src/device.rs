@@ -49,6 +49,11 @@ pub fn bump(s: Stat) {
     STATS[s as usize].fetch_add(1, Relaxed);
 }
 
+/// Counters outside `struct KaeSimStats` (whose layout stays 16 `u64`), each read by a
+/// simulator-only function of its own: `kae_sim_isolations`, `kae_sim_isolated_refusals`.
+pub static ISOLATIONS: AtomicU64 = AtomicU64::new(0);
+pub static ISOLATED_REFUSALS: AtomicU64 = AtomicU64::new(0);
+
 /// One more request is in flight (accepted by `wd_do_rsa_async`, not yet delivered).
 pub fn in_flight_up() {
     let now = STATS[Stat::InFlight as usize].fetch_add(1, SeqCst) + 1;
@@ -306,6 +311,7 @@ impl Runtime {
     /// The submit-side checks shared by sync and async: isolation, then KAE_SIM_EBUSY_EVERY.
     pub fn admit(&self) -> Result<(), Refused> {
         if self.is_isolated() {
+            ISOLATED_REFUSALS.fetch_add(1, SeqCst);
             return Err(Refused::Isolated);
         }
         let n = self.submits.fetch_add(1, SeqCst) + 1;
@@ -384,6 +390,7 @@ impl Runtime {
             && n >= self.cfg.isolate_after
             && !self.isolated.swap(true, SeqCst)
         {
+            ISOLATIONS.fetch_add(1, SeqCst);
             if let Some(root) = &self.cfg.sysfs {
                 let dir = root.join("hisi_hpre-0");
                 let _ = std::fs::create_dir_all(&dir);

@@ -20,6 +20,11 @@
 //! * `int kae_sim_stats(struct KaeSimStats *out)`: copies the counters (returns 0; -22 for a
 //!   null `out`).
 //! * `uint32_t kae_sim_version(void)`: 1.
+//! * `uint64_t kae_sim_isolations(void)`: how many times `KAE_SIM_ISOLATE_AFTER` isolated the
+//!   device (once per init at most); process-wide, never reset.
+//! * `uint64_t kae_sim_isolated_refusals(void)`: submissions (sync and async) refused with -5
+//!   because the device was isolated; process-wide, never reset. Not in `KaeSimStats`, whose
+//!   layout stays as it is.
 //!
 //! `struct KaeSimStats` is 16 `uint64_t`, in this order (process-wide, never reset; compare
 //! before/after values):
@@ -736,6 +741,19 @@ pub unsafe extern "C" fn kae_sim_stats(out: *mut KaeSimStats) -> c_int {
         unsafe { out.write(device::snapshot()) };
         0
     })
+}
+
+/// `uint64_t kae_sim_isolations(void)`: isolations so far (see the crate docs).
+#[no_mangle]
+pub extern "C" fn kae_sim_isolations() -> u64 {
+    device::ISOLATIONS.load(SeqCst)
+}
+
+/// `uint64_t kae_sim_isolated_refusals(void)`: submissions refused because the device was
+/// isolated, so far.
+#[no_mangle]
+pub extern "C" fn kae_sim_isolated_refusals() -> u64 {
+    device::ISOLATED_REFUSALS.load(SeqCst)
 }
 
 /// `uint32_t kae_sim_version(void)`: 1.

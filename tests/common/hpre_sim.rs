@@ -118,10 +118,10 @@ pub struct SimStats {
 
 const _: () = assert!(std::mem::size_of::<SimStats>() == 16 * 8);
 
-/// The simulator's counters in this process. Uses the library already loaded from the file
+/// The simulator library loaded in this process: the one already loaded from the file
 /// [`sim_lib`] names (RTLD_NOLOAD; a copy of that file elsewhere would be a different library
-/// with its own counters), else loads it (and keeps it loaded). Panics if it cannot.
-pub fn sim_stats() -> SimStats {
+/// with its own counters), else loaded now (and kept loaded). Panics if it cannot.
+fn sim_handle() -> *mut libc::c_void {
     let path = sim_lib();
     let c = CString::new(path.as_os_str().as_bytes()).expect("library path contains NUL");
     // SAFETY: `c` is a NUL-terminated path; dlopen has no other precondition. The handle is
@@ -143,9 +143,25 @@ pub fn sim_stats() -> SimStats {
         };
         panic!("cannot dlopen {}: {err}", path.display());
     }
+    h
+}
+
+/// The address of the simulator's symbol `name`; panics when it has none.
+fn sim_symbol(name: &std::ffi::CStr) -> *mut libc::c_void {
+    let h = sim_handle();
     // SAFETY: `h` is a live handle and the name is NUL-terminated.
-    let sym = unsafe { libc::dlsym(h, c"kae_sim_stats".as_ptr()) };
-    assert!(!sym.is_null(), "{} has no kae_sim_stats", path.display());
+    let sym = unsafe { libc::dlsym(h, name.as_ptr()) };
+    assert!(
+        !sym.is_null(),
+        "{} has no {name:?} (rebuild the simulator)",
+        sim_lib().display()
+    );
+    sym
+}
+
+/// The simulator's counters in this process (see [`sim_handle`] for which library).
+pub fn sim_stats() -> SimStats {
+    let sym = sim_symbol(c"kae_sim_stats");
     // SAFETY: kae_sim_stats has this C signature (hpre-sim/src/lib.rs).
     let f: unsafe extern "C" fn(*mut SimStats) -> libc::c_int = unsafe { std::mem::transmute(sym) };
     let mut out = SimStats::default();
@@ -153,4 +169,24 @@ pub fn sim_stats() -> SimStats {
     let rc = unsafe { f(&mut out) };
     assert_eq!(rc, 0, "kae_sim_stats failed");
     out
+}
+
+/// A counter the simulator keeps outside `SimStats`, read through its own function
+/// (`uint64_t name(void)`): `kae_sim_isolations`, `kae_sim_isolated_refusals`.
+fn sim_u64(name: &std::ffi::CStr) -> u64 {
+    let sym = sim_symbol(name);
+    // SAFETY: these simulator functions have this C signature (hpre-sim/src/lib.rs).
+    let f: extern "C" fn() -> u64 = unsafe { std::mem::transmute(sym) };
+    f()
+}
+
+/// How many times the simulator isolated its device (`KAE_SIM_ISOLATE_AFTER`, at most once
+/// per UADK init), in this process.
+pub fn sim_isolations() -> u64 {
+    sim_u64(c"kae_sim_isolations")
+}
+
+/// Submissions the simulator refused (-5) because its device was isolated, in this process.
+pub fn sim_isolated_refusals() -> u64 {
+    sim_u64(c"kae_sim_isolated_refusals")
 }

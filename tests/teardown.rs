@@ -6,6 +6,9 @@
 //! Its own test binary, with a single test: kae is loaded only into the library contexts made
 //! here (the shared `kae()` context of `tests/common` is never created, it would keep the
 //! provider — and its pool — alive).
+//!
+//! `KAE_TEARDOWN_ROUNDS` sets the number of rounds (default 20, at least 5): `scripts/soak.sh`
+//! runs 1,000 under valgrind (memcheck, leak checking), where a leak per round would add up.
 
 mod async_support;
 mod common;
@@ -17,7 +20,8 @@ use std::ffi::CString;
 use std::ptr;
 use std::time::{Duration, Instant};
 
-const ROUNDS: usize = 20;
+/// Rounds without `KAE_TEARDOWN_ROUNDS`.
+const DEFAULT_ROUNDS: usize = 20;
 const ASYNC_JOBS: usize = 4;
 const INLINE_SIGNS: usize = 2;
 const STALL: Duration = Duration::from_secs(10);
@@ -68,9 +72,38 @@ fn import_key(ctx: *mut OSSL_LIB_CTX, params: &Params) -> *mut EVP_PKEY {
     }
 }
 
+/// `KAE_TEARDOWN_ROUNDS`, else [`DEFAULT_ROUNDS`]; at least 5 (the memory check compares
+/// round 5 with the last).
+fn rounds() -> usize {
+    match std::env::var("KAE_TEARDOWN_ROUNDS") {
+        Ok(v) => {
+            let n: usize = v
+                .trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("KAE_TEARDOWN_ROUNDS={v:?} is not a number"));
+            assert!(n >= 5, "KAE_TEARDOWN_ROUNDS={n}: at least 5");
+            n
+        }
+        Err(_) => DEFAULT_ROUNDS,
+    }
+}
+
+/// Whether this process runs under valgrind (its preload is in the environment).
+fn under_valgrind() -> bool {
+    std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("vgpreload"))
+}
+
 #[test]
 fn load_use_unload_cycles() {
-    let _wd = Watchdog::new("teardown test", Duration::from_secs(120));
+    let n_rounds = rounds();
+    // 6 s per round under valgrind (about 1 s there, on a loaded 2-core machine), 6 s per 20
+    // rounds without it (0.1 s each).
+    let limit = if under_valgrind() {
+        60 + 6 * n_rounds
+    } else {
+        120 + n_rounds / 3
+    };
+    let _wd = Watchdog::new("teardown test", Duration::from_secs(limit as u64));
     let _a = AsyncThread::init(16);
     let module = CString::new(module_path()).unwrap();
 
@@ -99,7 +132,7 @@ fn load_use_unload_cycles() {
     let mut threads_after: Vec<usize> = Vec::new();
     let mut rss_after: Vec<u64> = Vec::new();
     let t_start = Instant::now();
-    for round in 0..ROUNDS {
+    for round in 0..n_rounds {
         let t0 = Instant::now();
         unsafe {
             let ctx = OSSL_LIB_CTX_new();
@@ -166,7 +199,7 @@ fn load_use_unload_cycles() {
                 off >= ASYNC_JOBS as u64 && inl >= INLINE_SIGNS as u64,
                 "round {round}: offloaded +{off} (want ≥ {ASYNC_JOBS}), inline +{inl} (want ≥ {INLINE_SIGNS}): {c0:?} → {c1:?}"
             );
-            if round == 0 || round == ROUNDS - 1 {
+            if round == 0 || round == n_rounds - 1 {
                 eprintln!("round {round}: counters at load {c0:?}, after use {c1:?}");
             }
 
@@ -193,7 +226,7 @@ fn load_use_unload_cycles() {
             rss_after[round]
         );
     }
-    eprintln!("{ROUNDS} rounds in {:.2?}", t_start.elapsed());
+    eprintln!("{n_rounds} rounds in {:.2?}", t_start.elapsed());
 
     let base = threads_after[0];
     let max = *threads_after.iter().max().unwrap();
@@ -202,9 +235,13 @@ fn load_use_unload_cycles() {
         "thread count grows across load/unload rounds: {threads_after:?} ({:?})",
         thread_names()
     );
-    let (r5, r20) = (rss_after[4], rss_after[ROUNDS - 1]);
+    let (r5, last) = (rss_after[4], rss_after[n_rounds - 1]);
+    eprintln!(
+        "teardown: {n_rounds} rounds; threads after each round {base}..{max}; VmRSS round 5 {r5} kB, last {last} kB"
+    );
     assert!(
-        r20 <= r5 + 20 * 1024,
-        "VmRSS grew from {r5} kB (round 5) to {r20} kB (round {ROUNDS}): {rss_after:?}"
+        last <= r5 + 20 * 1024,
+        "VmRSS grew from {r5} kB (round 5) to {last} kB (round {n_rounds}): {:?}",
+        &rss_after[rss_after.len().saturating_sub(40)..]
     );
 }

@@ -11,14 +11,20 @@
 #                                    library only, in its own target dir:
 #                                    target/openssl-<version>/release/kae.so
 #                                    (the module then links to DIR's libcrypto soname).
+#   scripts/build.sh --test-knobs    a TEST build of the module, which honours the test-only
+#                                    settings KAE_MB_ENGINE and KAE_MB_FAULT_LANE (cargo
+#                                    feature test-knobs), in its own target dir:
+#                                    target/test-knobs/release/kae.so (its buildinfo says
+#                                    "TEST BUILD"); never install it.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
 TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
 OSSL_DIR=
+KNOBS=0
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
     case $1 in
         --openssl)
@@ -27,12 +33,21 @@ while (($#)); do
             shift 2
             ;;
         --openssl=*) OSSL_DIR=${1#*=}; shift ;;
+        --test-knobs) KNOBS=1; shift ;;
         -h | --help) usage; exit 0 ;;
         *) echo "build.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 
-if [[ -z $OSSL_DIR ]]; then
+if ((KNOBS)) && [[ -n $OSSL_DIR ]]; then
+    echo "build.sh: --test-knobs and --openssl do not go together" >&2
+    exit 2
+fi
+
+if ((KNOBS)); then
+    OUT="$TARGET/test-knobs/release"
+    "$CARGO" build --release -p kae --lib --features test-knobs --target-dir "$TARGET/test-knobs" >&2
+elif [[ -z $OSSL_DIR ]]; then
     OUT="$TARGET/release"
     "$CARGO" build --release --workspace >&2
 else

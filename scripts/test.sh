@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command (usage: scripts/test.sh [--help]; no other arguments):
-#   1. scripts/build.sh             (cargo build --release; target/release/kae.so)
+#   1. scripts/build.sh             (cargo build --release; target/release/kae.so; and
+#                                    --test-knobs: the test build, target/test-knobs/)
 #   2. cargo test --release         (all tests; same profile, so one build)
 #   3. scripts/ifma-emulate.sh      (the AVX-512 IFMA kernel run under an instruction emulator,
 #                                    BochsCPU from PyPI, against the portable kernel)
@@ -21,7 +22,7 @@
 # (cores of step 6), and those of each step's script (see its --help).
 set -euo pipefail
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
     case $1 in
         -h | --help) usage; exit 0 ;;
@@ -66,7 +67,8 @@ report() {
 }
 trap report EXIT
 
-step build scripts/build.sh || exit 1
+build_both() { scripts/build.sh && scripts/build.sh --test-knobs; }
+step build build_both || exit 1
 step cargo-test cargo test --release --workspace --no-fail-fast || true
 step ifma-emu scripts/ifma-emulate.sh || true
 step valgrind env NO_BUILD=1 scripts/valgrind.sh || true

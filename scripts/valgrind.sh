@@ -20,14 +20,15 @@
 # Every command runs with KAE_LOG=info and must show kae's exit summary with
 # the work it was meant to do, so a run in which kae did not load, or did not
 # offload, fails instead of passing without having checked anything.
-# Needs a built module (scripts/build.sh). About 2-3 minutes.
+# Needs the built module (scripts/build.sh) and its test build (scripts/build.sh
+# --test-knobs, for the portable multi-buffer engine). About 2-3 minutes.
 #
 # usage: scripts/valgrind.sh [--help]   (no other arguments)
 # Knobs: OPENSSL (binary), VALGRIND (binary), VG_TIMEOUT (seconds per command,
 # default 180), KEEP_LOGS=1 (keep the work directory), NO_BUILD=1.
 set -euo pipefail
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
     case $1 in
         -h | --help) usage; exit 0 ;;
@@ -45,9 +46,15 @@ VG_ERR=99
 command -v "$VALGRIND" >/dev/null || { echo "valgrind.sh: valgrind not installed" >&2; exit 1; }
 if [[ "${NO_BUILD:-0}" != 1 ]]; then
     "$ROOT/scripts/build.sh" >/dev/null
+    "$ROOT/scripts/build.sh" --test-knobs >/dev/null
 fi
 MODDIR="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 [[ -e "$MODDIR/kae.so" ]] || { echo "valgrind.sh: $MODDIR/kae.so missing" >&2; exit 1; }
+KNOBS_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/test-knobs/release"
+[[ -e "$KNOBS_DIR/kae.so" ]] || {
+    echo "valgrind.sh: $KNOBS_DIR/kae.so missing (scripts/build.sh --test-knobs)" >&2
+    exit 1
+}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-valgrind.XXXXXX")
 cleanup() { if [[ "${KEEP_LOGS:-0}" == 1 ]]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi; }
@@ -296,12 +303,14 @@ else
     echo "skip  hpre-*: $SIM not built (cargo build --release --workspace)"
 fi
 
-# ---- Multi-buffer backend on its portable lanes (test-only engine: valgrind has no AVX-512):
+# ---- Multi-buffer backend on its portable lanes (valgrind has no AVX-512; only the test
+# build of the module honours KAE_MB_ENGINE=portable):
 # blinded requests through its queues and idle-priority workers, and the caller's check.
 # valgrind runs one thread at a time and switches at each wake-up, so the worker finds one
 # request queued each time and computes it with the scalar code: the kernel and lane buffers
 # are memchecked by tests/mb_kernel.rs (its taint run), not here.
-KAE_BACKEND=mb KAE_MB_ENGINE=portable KAE_ASYNC=yes vg 0 mb-speed-async "${SPEED[@]}" \
+KAE_BACKEND=mb KAE_MB_ENGINE=portable KAE_ASYNC=yes vg 0 mb-speed-async \
+    speed -provider-path "$KNOBS_DIR" -provider kae -provider default -propquery provider=kae \
     -async_jobs 8 -seconds 2 rsa2048
 need mb-speed-async "private ops offloaded to the multi-buffer backend" offloaded 1
 echo "      mb-speed-async: $(summary_sum "$LAST_ERR" batches) kernel calls under valgrind"

@@ -334,8 +334,9 @@ fn openssl_list_shows_static_build_info_and_the_live_parameter() {
         .find(|l| l.trim_start().starts_with("build info: kae"))
         .unwrap_or_else(|| panic!("no kae build info line in:\n{text}"));
     assert!(
-        info.trim_end()
-            .ends_with("(Rust provider; backends: hpre (UADK loaded at run time), cpu)"),
+        info.trim_end().ends_with(
+            "(Rust provider; backends: hpre (UADK loaded at run time), mb (AVX-512 IFMA), cpu)"
+        ),
         "build info must be the static line: {info}"
     );
     assert!(

@@ -6,9 +6,11 @@
 //! `backend = mb` does without IFMA.
 //!
 //! This machine may lack AVX-512 IFMA, so the scenarios run the backend on the portable
-//! engine (`KAE_MB_ENGINE=portable`, test-only): the same batching, lanes, recombination and
-//! checks, with the kernel's arithmetic on plain u64s. kae reads its settings when the
-//! provider loads, so each scenario runs in a process of its own (`child`).
+//! engine (`KAE_MB_ENGINE=portable`): the same batching, lanes, recombination and checks, with
+//! the kernel's arithmetic on plain u64s. Only a test build of the module honours that setting
+//! and the fault lane (`common::test_knobs_module`); one scenario shows that the module built
+//! for use ignores both. kae reads its settings when the provider loads, so each scenario runs
+//! in a process of its own (`child`).
 
 mod async_support;
 mod common;
@@ -23,6 +25,7 @@ use std::time::Duration;
 const SCENARIO: &str = "KAE_MB_TEST_SCENARIO";
 const STALL: Duration = Duration::from_secs(60);
 
+/// Runs `name` in a child process on the module built for use, with `settings`.
 fn scenario(name: &str, settings: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
@@ -53,6 +56,17 @@ fn scenario(name: &str, settings: &[(&str, &str)]) -> Output {
     out
 }
 
+/// Runs `name` in a child process on the test build of the module, with `settings`.
+fn test_build_scenario(name: &str, settings: &[(&str, &str)]) -> Output {
+    let mut s = settings.to_vec();
+    s.push(("KAE_MODULE", test_knobs_module()));
+    s.push((TEST_BUILD, "1"));
+    scenario(name, &s)
+}
+
+/// Set in a child that must run on the test build (it checks the module's buildinfo).
+const TEST_BUILD: &str = "KAE_MB_TEST_BUILD";
+
 const PORTABLE: [(&str, &str); 3] = [
     ("KAE_BACKEND", "mb"),
     ("KAE_MB_ENGINE", "portable"),
@@ -65,6 +79,12 @@ fn child() {
     let Ok(name) = std::env::var(SCENARIO) else {
         return;
     };
+    let info = kae().provider_utf8_param("buildinfo").unwrap_or_default();
+    assert_eq!(
+        info.contains("TEST BUILD"),
+        std::env::var_os(TEST_BUILD).is_some(),
+        "scenario {name} runs on the wrong build of the module: {info}"
+    );
     match name.as_str() {
         "threads" => threads(),
         "one-cpu" => one_cpu(),
@@ -322,31 +342,31 @@ fn named_without_portable() {
 
 #[test]
 fn async_jobs_from_several_threads_and_keys_match_the_default_provider() {
-    scenario("threads", &PORTABLE);
+    test_build_scenario("threads", &PORTABLE);
 }
 
 #[test]
 fn on_one_cpu_batches_hold_the_jobs_in_flight_and_lone_requests_go_scalar() {
     let mut s = PORTABLE.to_vec();
     s[2] = ("KAE_ASYNC", "auto");
-    scenario("one-cpu", &s);
+    test_build_scenario("one-cpu", &s);
 }
 
 #[test]
 fn busy_neighbours_on_every_cpu_do_not_starve_the_batches() {
-    scenario("busy", &PORTABLE);
+    test_build_scenario("busy", &PORTABLE);
 }
 
 #[test]
 fn a_corrupted_lane_is_caught_by_the_fault_check() {
     let mut s = PORTABLE.to_vec();
     s.push(("KAE_MB_FAULT_LANE", "2"));
-    scenario("fault", &s);
+    test_build_scenario("fault", &s);
 }
 
 #[test]
 fn multibuffer_no_keeps_auto_off_the_backend() {
-    scenario(
+    test_build_scenario(
         "off",
         &[
             ("KAE_BACKEND", "auto"),
@@ -374,4 +394,33 @@ fn backend_mb_without_ifma_warns_and_runs_on_the_cpu() {
             out.describe()
         );
     }
+}
+
+/// The module built for use reads neither test setting: it names them as ignored, and the
+/// backend does not run on the portable engine (without IFMA the CPU runs the requests).
+#[test]
+fn a_build_for_use_ignores_the_test_settings() {
+    let out = scenario(
+        "named",
+        &[
+            ("KAE_BACKEND", "mb"),
+            ("KAE_MB_ENGINE", "portable"),
+            ("KAE_MB_FAULT_LANE", "2"),
+            ("KAE_ASYNC", "yes"),
+            ("KAE_LOG", "warn"),
+        ],
+    );
+    for name in ["KAE_MB_ENGINE", "KAE_MB_FAULT_LANE"] {
+        assert!(
+            out.stderr
+                .contains(&format!("{name} is a test setting, ignored")),
+            "no warning that {name} is ignored:\n{}",
+            out.describe()
+        );
+    }
+    assert!(
+        !out.stderr.contains("PORTABLE engine"),
+        "the portable engine ran:\n{}",
+        out.describe()
+    );
 }

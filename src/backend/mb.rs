@@ -35,11 +35,12 @@ const PER_CALL: usize = mb::LANES / 2;
 pub struct MbConfig {
     /// `multibuffer = no` turns the backend off (`backend = auto` then skips it).
     pub enabled: bool,
-    /// `KAE_MB_ENGINE=portable`: run the kernel on the portable lanes (testing only: much
-    /// slower than libcrypto; lets the batching be tested on CPUs without IFMA).
+    /// `KAE_MB_ENGINE=portable`, read only by a test build (feature `test-knobs`): run the
+    /// kernel on the portable lanes (much slower than libcrypto; lets the batching be tested
+    /// on CPUs without IFMA).
     pub portable: bool,
-    /// `KAE_MB_FAULT_LANE=k`: corrupt lane k of every kernel call (testing only, honoured
-    /// with the portable engine only), to test that the fault check catches a bad lane.
+    /// `KAE_MB_FAULT_LANE=k`, read only by a test build: corrupt lane k of every kernel call
+    /// (with the portable engine only), to test that the fault check catches a bad lane.
     pub fault_lane: Option<usize>,
 }
 

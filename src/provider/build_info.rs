@@ -17,11 +17,28 @@ pub const VERSION: &CStr =
         Ok(s) => s,
         Err(_) => panic!(),
     };
+
+/// What a test build adds to the buildinfo line (nothing in a build for use).
+#[cfg(feature = "test-knobs")]
+macro_rules! test_knobs_note {
+    () => {
+        " TEST BUILD: honours KAE_MB_ENGINE and KAE_MB_FAULT_LANE, not for use"
+    };
+}
+#[cfg(not(feature = "test-knobs"))]
+macro_rules! test_knobs_note {
+    () => {
+        ""
+    };
+}
+
 pub const BUILDINFO: &CStr = match CStr::from_bytes_with_nul(
     concat!(
         "kae ",
         env!("CARGO_PKG_VERSION"),
-        " (Rust provider; backends: hpre (UADK loaded at run time), cpu)\0"
+        " (Rust provider; backends: hpre (UADK loaded at run time), mb (AVX-512 IFMA), cpu)",
+        test_knobs_note!(),
+        "\0"
     )
     .as_bytes(),
 ) {
@@ -82,7 +99,7 @@ pub(super) unsafe extern "C" fn kae_get_params(
     provctx: *mut c_void,
     params: *mut OSSL_PARAM,
 ) -> c_int {
-    // SAFETY: registry lookup.
+    // SAFETY: clone_arc only compares provctx with the registry's keys; it never dereferences it.
     let prov = unsafe { ProvCtx::clone_arc(provctx) };
     guard(
         prov.as_ref().map(|p| &p.core),

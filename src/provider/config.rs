@@ -149,7 +149,7 @@ pub const SETTINGS: [Setting; 17] = [
 const OPENSSL_KEYS: [&str; 4] = ["module", "identity", "activate", "soft_load"];
 
 /// Environment variables without a config key: (name, accepted).
-pub const ENV_ONLY: [(&str, &str); 6] = [
+pub const ENV_ONLY: [(&str, &str); 4] = [
     ("KAE_STATS", "yes or no (publish the counter page)"),
     ("KAE_STATS_DIR", "an absolute directory path"),
     (
@@ -160,14 +160,16 @@ pub const ENV_ONLY: [(&str, &str); 6] = [
         "KAE_SPIN_MAX_US",
         "a whole number of microseconds from 0 to 100000, at least KAE_SPIN_US",
     ),
+];
+
+/// The multi-buffer backend's test settings: (name, accepted). Only a test build (cargo feature
+/// `test-knobs`) reads them; a build for use names them as ignored when they are set.
+pub const TEST_KNOBS: [(&str, &str); 2] = [
     (
         "KAE_MB_ENGINE",
-        "ifma or portable (portable: for tests only, far slower than the CPU backend)",
+        "ifma or portable (portable: far slower than the CPU backend)",
     ),
-    (
-        "KAE_MB_FAULT_LANE",
-        "a lane number from 0 to 7 (for tests only; honoured with KAE_MB_ENGINE=portable)",
-    ),
+    ("KAE_MB_FAULT_LANE", "a lane number from 0 to 7 (corrupts that lane of every kernel call; with KAE_MB_ENGINE=portable)"),
 ];
 
 /// Longest spin either spin variable may ask for (100 ms: beyond that a worker should park).
@@ -287,12 +289,45 @@ pub fn build(
         }
     }
     problems.extend(check_env_only(env));
-    cfg.pool.mb.portable =
-        env("KAE_MB_ENGINE").and_then(|v| mb_engine_is_portable(&v)) == Some(true);
-    cfg.pool.mb.fault_lane = env("KAE_MB_FAULT_LANE")
-        .and_then(|v| whole_number(&v, 0..=7))
-        .map(|n| n as usize);
+    problems.extend(apply_test_knobs(&mut cfg, env));
     (cfg, problems)
+}
+
+/// A test build applies the multi-buffer test settings and checks their values.
+#[cfg(feature = "test-knobs")]
+fn apply_test_knobs(cfg: &mut Config, env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
+    let [(engine, engine_accepted), (lane, lane_accepted)] = TEST_KNOBS;
+    let mut problems = Vec::new();
+    if let Some(v) = env(engine) {
+        match mb_engine_is_portable(&v) {
+            Some(portable) => cfg.pool.mb.portable = portable,
+            None => problems.push(bad_env(engine, &v, engine_accepted)),
+        }
+    }
+    if let Some(v) = env(lane) {
+        match whole_number(&v, 0..=7) {
+            Some(k) => cfg.pool.mb.fault_lane = Some(k as usize),
+            None => problems.push(bad_env(lane, &v, lane_accepted)),
+        }
+    }
+    problems
+}
+
+/// A build for use never reads the test settings' values, so no environment can change its
+/// arithmetic; one that is set is named as ignored (a warning), not silently dropped.
+#[cfg(not(feature = "test-knobs"))]
+fn apply_test_knobs(_cfg: &mut Config, env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
+    TEST_KNOBS
+        .iter()
+        .filter(|(name, _)| env(name).is_some())
+        .map(|(name, _)| Problem {
+            fatal: false,
+            text: format!(
+                "environment variable {name} is a test setting, ignored: this kae was built \
+                 for use (a test build, with the cargo feature test-knobs, honours it)"
+            ),
+        })
+        .collect()
 }
 
 fn check_env_only(env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
@@ -311,20 +346,6 @@ fn check_env_only(env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
     if let Some(v) = env("KAE_STATS_DIR") {
         if !v.starts_with('/') {
             problems.push(bad_env("KAE_STATS_DIR", &v, accepted("KAE_STATS_DIR")));
-        }
-    }
-    if let Some(v) = env("KAE_MB_ENGINE") {
-        if mb_engine_is_portable(&v).is_none() {
-            problems.push(bad_env("KAE_MB_ENGINE", &v, accepted("KAE_MB_ENGINE")));
-        }
-    }
-    if let Some(v) = env("KAE_MB_FAULT_LANE") {
-        if whole_number(&v, 0..=7).is_none() {
-            problems.push(bad_env(
-                "KAE_MB_FAULT_LANE",
-                &v,
-                accepted("KAE_MB_FAULT_LANE"),
-            ));
         }
     }
     let mut spins = [None, None];
@@ -349,6 +370,7 @@ fn check_env_only(env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
 }
 
 /// `KAE_MB_ENGINE`: Some(true) for `portable`, Some(false) for `ifma`.
+#[cfg(feature = "test-knobs")]
 fn mb_engine_is_portable(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
         "portable" => Some(true),
@@ -630,18 +652,28 @@ mod tests {
             _ => None,
         };
         let (cfg, p) = build(&[(KAE_CONF_MULTIBUFFER, "no".into())], None, &env);
-        assert!(p.is_empty(), "{p:?}");
         assert!(cfg.pool.mb.enabled, "the environment wins");
-        assert!(cfg.pool.mb.portable);
-        assert_eq!(cfg.pool.mb.fault_lane, Some(3));
+        if cfg!(feature = "test-knobs") {
+            assert!(p.is_empty(), "{p:?}");
+            assert!(cfg.pool.mb.portable);
+            assert_eq!(cfg.pool.mb.fault_lane, Some(3));
+        } else {
+            assert!(!cfg.pool.mb.portable && cfg.pool.mb.fault_lane.is_none());
+            assert_eq!(p.len(), 2, "{p:?}");
+            for (p, name) in p.iter().zip(["KAE_MB_ENGINE", "KAE_MB_FAULT_LANE"]) {
+                assert!(!p.fatal, "{p:?}");
+                assert!(p.text.contains(name) && p.text.contains("ignored"), "{p:?}");
+            }
+        }
         for (name, value) in [("KAE_MB_ENGINE", "avx2"), ("KAE_MB_FAULT_LANE", "8")] {
             let p = problems_for(&[], &[(name, value)]);
             assert_eq!(p.len(), 1, "{p:?}");
-            assert!(p[0].fatal);
-            assert!(
-                p[0].text.contains(name) && p[0].text.contains("accepted: "),
-                "{p:?}"
-            );
+            assert!(p[0].text.contains(name), "{p:?}");
+            if cfg!(feature = "test-knobs") {
+                assert!(p[0].fatal && p[0].text.contains("accepted: "), "{p:?}");
+            } else {
+                assert!(!p[0].fatal && p[0].text.contains("ignored"), "{p:?}");
+            }
         }
     }
 

@@ -36,6 +36,53 @@ pub struct Lib {
 unsafe impl Send for Lib {}
 unsafe impl Sync for Lib {}
 
+/// The test build of the module (cargo feature `test-knobs`: it honours `KAE_MB_ENGINE` and
+/// `KAE_MB_FAULT_LANE`, which a build for use ignores): `$KAE_TEST_KNOBS_MODULE` when set, else
+/// built here, as `scripts/build.sh --test-knobs` does, into `target/test-knobs/` beside this
+/// test build (a no-op when it is fresh), so that it is never older than the sources.
+pub fn test_knobs_module() -> &'static str {
+    static BUILT: OnceLock<String> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        if let Some(p) = std::env::var_os("KAE_TEST_KNOBS_MODULE").filter(|p| !p.is_empty()) {
+            return p.to_string_lossy().into_owned();
+        }
+        let exe = std::env::current_exe().expect("current_exe");
+        // target/<profile>/deps/<test binary>
+        let target = exe
+            .ancestors()
+            .nth(3)
+            .expect("test binary outside a cargo target dir")
+            .join("test-knobs");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "kae",
+                "--lib",
+                "--features",
+                "test-knobs",
+            ])
+            .arg("--target-dir")
+            .arg(&target)
+            .status()
+            .expect("running cargo to build the test-knobs module");
+        assert!(
+            status.success(),
+            "building the test-knobs module failed: {status}"
+        );
+        let module = target.join("release/libkae.so");
+        assert!(
+            module.is_file(),
+            "{} missing after the build",
+            module.display()
+        );
+        module.to_string_lossy().into_owned()
+    })
+}
+
 /// Path of the provider module under test.
 pub fn module_path() -> String {
     if let Ok(p) = std::env::var("KAE_MODULE") {
@@ -168,10 +215,15 @@ impl Lib {
 
     /// The provider's own `name` parameter (`OSSL_PROV_PARAM_NAME`).
     pub fn provider_reported_name(&self) -> Option<String> {
+        self.provider_utf8_param("name")
+    }
+
+    /// One of the provider's string parameters (`name`, `buildinfo`, ...).
+    pub fn provider_utf8_param(&self, key: &str) -> Option<String> {
         let mut out: *const c_char = ptr::null();
         let mut params = [
             OSSL_PARAM {
-                key: intern("name").as_ptr(),
+                key: intern(key).as_ptr(),
                 data_type: OSSL_PARAM_UTF8_PTR,
                 data: (&mut out as *mut *const c_char).cast(),
                 data_size: 0,

@@ -10,6 +10,11 @@
 //!   private operations rise under load; after `nginx -s reload` the new workers show up and
 //!   the old ones go; after SIGKILL of a worker the master's replacement shows up and the
 //!   dead pid is gone; requests keep succeeding throughout.
+//! * `nginx_kill_9_of_a_worker_mid_load_leaves_the_other_serving`: SIGKILL of one worker
+//!   while `kae-press` loads both (`KAE_KILL_SECS`, default 6; `scripts/soak.sh` runs 60): only
+//!   connections the victim held fail, the other worker goes on serving (its kae counters
+//!   rise after the kill), the master replaces the victim and a new load fails nothing. (The
+//!   HAProxy soak cannot show this: HAProxy 2.6 runs one worker process, with threads.)
 //!
 //! Needs the Debian `nginx`, `curl` and `openssl` packages (`.ci/run` installs them). Set
 //! KAE_SKIP_NGINX=1 to skip on a machine without nginx; without it a missing nginx is a
@@ -20,8 +25,8 @@
 mod procs;
 
 use procs::{
-    free_port, https_get, module_path, openssl_without_config, run, run_ok, self_signed_cert_args,
-    tool_bin, wait_for, KaeSummary, TempDir, TlsFlavor,
+    free_port, https_get, module_path, openssl_without_config, press_json_u64, run, run_ok,
+    self_signed_cert_args, tool_bin, wait_for, KaeSummary, TempDir, TlsFlavor,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpStream;
@@ -848,6 +853,92 @@ fn nginx_kae_stat_reload_and_worker_kill() {
 
     // A killed process cannot remove its counter page; tidy up the one we caused (kae-stat
     // above removes it too, as stale).
+    for p in current_pages_of(victim) {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// `kae-press -c CONNS -d SECS --json` against nginx (no OpenSSL configuration); its output.
+fn press_for(port: u16, conns: u32, secs: u64) -> procs::Output {
+    run(
+        Command::new(kae_press())
+            .args(["-c", &conns.to_string(), "-d", &secs.to_string(), "--json"])
+            .arg(format!("127.0.0.1:{port}"))
+            .env("OPENSSL_CONF", "/dev/null"),
+        None,
+        Duration::from_secs(secs + 60),
+    )
+}
+
+#[test]
+fn nginx_kill_9_of_a_worker_mid_load_leaves_the_other_serving() {
+    let Some(bin) = need_nginx() else { return };
+    let _ = kae_stat(); // fail early when the tool is missing
+    let secs: u64 = std::env::var("KAE_KILL_SECS")
+        .ok()
+        .map(|v| {
+            v.trim()
+                .parse()
+                .expect("KAE_KILL_SECS is a number of seconds")
+        })
+        .unwrap_or(6)
+        .max(3);
+    let conns = 8u32;
+    let ngx = Nginx::start(bin, "nginx-kill9");
+    let port = ngx.port;
+    let workers = ngx.workers();
+    wait_kae_stat(&workers, &BTreeSet::new(), &ngx);
+    let (victim, survivor) = {
+        let mut it = workers.iter().copied();
+        (it.next().unwrap(), it.next().unwrap())
+    };
+    let (out, at_kill) = std::thread::scope(|s| {
+        let load = s.spawn(|| press_for(port, conns, secs));
+        std::thread::sleep(Duration::from_secs(secs / 3));
+        let at_kill = private_ops(&kae_stat_rows()[&survivor]);
+        // SAFETY: kill(2) on an nginx worker we started.
+        unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+        (load.join().unwrap(), at_kill)
+    });
+    let handshakes = press_json_u64(&out.stdout, "handshakes");
+    let errors = press_json_u64(&out.stdout, "errors");
+    assert!(
+        alive(survivor),
+        "the other worker {survivor} died too\n{}",
+        ngx.logs()
+    );
+    let replaced = ngx.wait_workers(
+        |w| w.len() == 2 && !w.contains(&victim) && w.contains(&survivor),
+        "a replacement for the killed worker, the other one still there",
+    );
+    let rows = wait_kae_stat(&BTreeSet::from([survivor]), &BTreeSet::new(), &ngx);
+    let survivor_after = private_ops(&rows[&survivor]);
+    eprintln!(
+        "nginx kill -9: worker {victim} killed {} s into a {secs} s load of {conns} connections: \
+         {handshakes:?} handshakes, {errors:?} failed; worker {survivor}'s private ops {at_kill} at \
+         the kill, {survivor_after} after; workers now {replaced:?}",
+        secs / 3
+    );
+    assert!(
+        handshakes.is_some_and(|h| h > 0) && errors.is_some_and(|e| e <= u64::from(conns)),
+        "more failures than the connections the killed worker could hold:\n{}\n{}",
+        out.describe(),
+        ngx.logs()
+    );
+    assert!(
+        survivor_after > at_kill,
+        "worker {survivor} served nothing after the kill ({at_kill} -> {survivor_after})"
+    );
+    // Both workers (the survivor and the replacement) serve a new load without a failure.
+    let again = press_for(port, conns, 2);
+    assert!(
+        press_json_u64(&again.stdout, "errors") == Some(0)
+            && press_json_u64(&again.stdout, "handshakes").is_some_and(|h| h > 0),
+        "a load after the replacement failed:\n{}\n{}",
+        again.describe(),
+        ngx.logs()
+    );
+    // A killed process cannot remove its counter page (kae-stat removes it as stale too).
     for p in current_pages_of(victim) {
         let _ = std::fs::remove_file(p);
     }

@@ -798,3 +798,81 @@ fn number_before(s: &str, word: &str) -> Option<u64> {
         .map_or(0, |i| i + 1);
     head[start..].parse().ok()
 }
+
+// ---- soak: sampling a server process and kae-press's JSON line ------------------------------
+
+/// VmRSS of process `pid` in kB (None when it is gone).
+pub fn rss_kb_of(pid: u32) -> Option<u64> {
+    let s = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Open file descriptors of process `pid` (entries of /proc/PID/fd; None when it is gone).
+pub fn fd_count_of(pid: u32) -> Option<usize> {
+    Some(fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
+}
+
+/// One sample of a process: time since sampling began, VmRSS (kB), open fds.
+#[derive(Clone, Copy, Debug)]
+pub struct ProcSample {
+    pub at: Duration,
+    pub rss_kb: u64,
+    pub fds: usize,
+}
+
+/// Samples a process every `every` on a thread of its own until [`ProcSampler::stop`].
+pub struct ProcSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Vec<ProcSample>>>,
+}
+
+impl ProcSampler {
+    pub fn start(pid: u32, every: Duration) -> ProcSampler {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let mut v = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::Acquire) {
+                if let (Some(rss_kb), Some(fds)) = (rss_kb_of(pid), fd_count_of(pid)) {
+                    v.push(ProcSample {
+                        at: t0.elapsed(),
+                        rss_kb,
+                        fds,
+                    });
+                }
+                std::thread::sleep(every);
+            }
+            v
+        });
+        ProcSampler {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stops sampling; the samples taken.
+    pub fn stop(mut self) -> Vec<ProcSample> {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.handle
+            .take()
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default()
+    }
+}
+
+/// A number field of kae-press's JSON line (`{"kae_press":1,…}`) in `stdout`, read without a
+/// JSON parser (the line is flat for these fields); None when absent.
+pub fn press_json_u64(stdout: &str, field: &str) -> Option<u64> {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("{\"kae_press\":1,"))?;
+    let key = format!("\"{field}\":");
+    let rest = &line[line.find(&key)? + key.len()..];
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}

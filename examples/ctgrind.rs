@@ -39,8 +39,8 @@ struct Ctx {
     key: RsaKey,
     ossl: PKey<openssl::pkey::Private>,
     sha256: Md,
-    rng: Rng,
-    private_rng: Rng,
+    rng: Rng<'static>,
+    private_rng: Rng<'static>,
 }
 
 fn random(n: usize) -> Vec<u8> {
@@ -73,15 +73,9 @@ fn setup_key(bits: u32) -> KaeResult<Ctx> {
     Ok(Ctx {
         key,
         ossl: PKey::from_rsa(rsa).expect("pkey"),
-        sha256: Md::fetch(core::ptr::null_mut(), "SHA256", None)?,
-        rng: Rng {
-            libctx: core::ptr::null_mut(),
-            private: false,
-        },
-        private_rng: Rng {
-            libctx: core::ptr::null_mut(),
-            private: true,
-        },
+        sha256: Md::fetch_default("SHA256", None)?,
+        rng: Rng::default_ctx(false),
+        private_rng: Rng::default_ctx(true),
     })
 }
 

@@ -38,7 +38,10 @@ impl CipherCtx {
     }
 
     fn fetch(&self, name: &str, props: Option<&str>) -> Result<Md, Failure> {
-        Md::fetch(self.prov.libctx, name, props)
+        // SAFETY: prov.libctx is this instance's child library context, created in init and
+        // freed only at teardown; the digest lives in this operation context, which the core
+        // frees before it tears the provider down.
+        unsafe { Md::fetch(self.prov.libctx, name, props) }
             .map_err(|e| Failure::with(e, format!("digest={name}")))
     }
 

@@ -296,8 +296,13 @@ impl EncCtx {
                         let cprops = props
                             .map(|q| crate::provider::cstring(&private_props(q)))
                             .transpose()?;
-                        if !cipher_available(self.prov.default_libctx(), &cname, cprops.as_deref())
-                        {
+                        // SAFETY: default_libctx is NULL (then the default context) or our
+                        // private library context, created in init and freed only at teardown,
+                        // which cannot run during this call on one of our encoder contexts.
+                        let available = unsafe {
+                            cipher_available(self.prov.default_libctx(), &cname, cprops.as_deref())
+                        };
+                        if !available {
                             return Err(Failure::with(
                                 KaeError::FetchFailed,
                                 format!("cipher {name} (properties {})", props.unwrap_or("")),
@@ -357,7 +362,10 @@ impl EncCtx {
         };
         let pkey = {
             let params = crate::keymgmt::export_params(key, parts)?;
-            Pkey::from_params(libctx, key_type, fromdata, &params)
+            // SAFETY: libctx is our private library context (non-NULL, checked above), created
+            // in init and freed only at teardown, which cannot run during this call; pkey is a
+            // local dropped before this function returns.
+            unsafe { Pkey::from_params(libctx, key_type, fromdata, &params) }
                 .map_err(|e| Failure::with(e, "the default provider refused the exported key"))?
         };
         let d = self.desc;

@@ -31,7 +31,11 @@ const KEY_OBJ_TAG: u64 = u64::from_le_bytes(*b"kaeRSAk\x01");
 impl KeyObj {
     /// Wraps `key` for instance `prov`, attaching it to the instance's library context.
     pub fn new(prov: Arc<ProvCtx>, mut key: RsaKey) -> KeyObj {
-        key.set_libctx(prov.rand_libctx());
+        // SAFETY: rand_libctx is one of prov's library contexts, created in init and freed only
+        // by teardown, which the core runs after it has freed every key object of this
+        // instance (its keys hold a reference to our key management, hence to the provider);
+        // the key and its scratch contexts live inside such an object or an operation on it.
+        unsafe { key.set_libctx(prov.rand_libctx()) };
         KeyObj {
             tag: KEY_OBJ_TAG,
             prov,
@@ -390,7 +394,9 @@ unsafe extern "C" fn rsa_import(
         // SAFETY: params is the core's array, NULL or terminated and valid for this call.
         let params = unsafe { Params::from_ptr(params) };
         let mut key = RsaKey::empty(obj.key.kind);
-        key.set_libctx(obj.prov.rand_libctx());
+        // SAFETY: as in KeyObj::new: the context lives until teardown, after every key object
+        // of this instance (this key goes into obj) is freed.
+        unsafe { key.set_libctx(obj.prov.rand_libctx()) };
         import_into(&mut key, selection, &params)?;
         obj.key = Arc::new(key);
         Ok(1)
@@ -406,7 +412,9 @@ pub(crate) fn import_object(
     params: &Params<'_>,
 ) -> Result<*mut c_void, Failure> {
     let mut key = RsaKey::empty(kind);
-    key.set_libctx(prov.libctx);
+    // SAFETY: prov.libctx is the instance's child library context, freed only by teardown,
+    // after every key object of the instance (this key goes into one below) is freed.
+    unsafe { key.set_libctx(prov.libctx) };
     import_into(&mut key, selection, params)?;
     Ok(KeyObj::new(prov, key).into_raw())
 }
@@ -753,8 +761,12 @@ unsafe extern "C" fn rsa_gen(
             Some(e) => e.dup(false)?,
             None => BigNum::from_u64(g.e)?,
         };
-        let mut key = crate::rsa::ops::generate_in(g.prov.rand_libctx(), g.kind, g.bits, &e)
-            .map_err(|r| Failure::with(r, format!("bits={}", g.bits)))?;
+        // SAFETY: rand_libctx is one of the instance's library contexts, freed only by teardown,
+        // which the core runs after this generation context and every key object it makes
+        // (the key goes into one below) are freed.
+        let mut key =
+            unsafe { crate::rsa::ops::generate_in(g.prov.rand_libctx(), g.kind, g.bits, &e) }
+                .map_err(|r| Failure::with(r, format!("bits={}", g.bits)))?;
         key.pss = g.pss;
         Ok(KeyObj::new(g.prov.clone(), key).into_raw())
     })

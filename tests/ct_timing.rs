@@ -55,7 +55,7 @@ fn random(n: usize) -> Vec<u8> {
 }
 
 fn sha256() -> Md {
-    Md::fetch(core::ptr::null_mut(), "SHA256", None).expect("SHA256")
+    Md::fetch_default("SHA256", None).expect("SHA256")
 }
 
 fn type2(msg: &[u8]) -> Vec<u8> {

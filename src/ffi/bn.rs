@@ -211,13 +211,21 @@ impl Drop for BigNum {
 pub struct BnCtx(NonNull<BN_CTX>);
 
 impl BnCtx {
+    /// A secure-heap scratch context drawing random numbers from the default library context.
     pub fn new() -> KaeResult<Self> {
-        Self::new_in(core::ptr::null_mut())
+        // SAFETY: NULL selects libcrypto's default library context, which is always valid.
+        unsafe { Self::new_in(core::ptr::null_mut()) }
     }
     /// A secure-heap scratch context whose random numbers (blinding, prime tests) come from
     /// `libctx` (NULL: the default library context).
-    pub fn new_in(libctx: *mut OSSL_LIB_CTX) -> KaeResult<Self> {
-        // SAFETY: plain allocation; libctx is NULL or a live library context.
+    ///
+    /// # Safety
+    /// `libctx` is NULL or a live `OSSL_LIB_CTX` that is not freed before the returned `BnCtx`
+    /// is dropped: the context keeps the pointer and every operation that draws random numbers
+    /// through it (`BN_priv_rand_range_ex`, prime generation) uses it.
+    pub unsafe fn new_in(libctx: *mut OSSL_LIB_CTX) -> KaeResult<Self> {
+        // SAFETY: BN_CTX_secure_new_ex only stores libctx in the new context; the caller
+        // guarantees it is NULL or a library context that outlives that context.
         NonNull::new(unsafe { BN_CTX_secure_new_ex(libctx) })
             .map(BnCtx)
             .ok_or(KaeError::OutOfMemory)

@@ -4,6 +4,7 @@
 use super::sys::*;
 use crate::error::{KaeError, KaeResult};
 use crate::rsa::padding::{DigestId, Hasher, RandomSource};
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 use std::ffi::CString;
 
@@ -20,16 +21,34 @@ unsafe impl Send for Md {}
 unsafe impl Sync for Md {}
 
 impl Md {
+    /// [`Md::fetch`] from libcrypto's default library context.
+    pub fn fetch_default(name: &str, props: Option<&str>) -> KaeResult<Md> {
+        // SAFETY: NULL selects the default library context, which libcrypto keeps alive for
+        // the life of the process.
+        unsafe { Md::fetch(core::ptr::null_mut(), name, props) }
+    }
+
     /// Fetches `name` (any OpenSSL alias) for use with RSA. Only digests RSA padding knows are
     /// accepted.
-    pub fn fetch(libctx: *mut OSSL_LIB_CTX, name: &str, props: Option<&str>) -> KaeResult<Md> {
+    ///
+    /// # Safety
+    /// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not
+    /// freed before the returned `Md`, every clone of it and every digest context using it
+    /// are dropped: the fetched `EVP_MD` belongs to a provider of that context, which freeing
+    /// the context tears down.
+    pub unsafe fn fetch(
+        libctx: *mut OSSL_LIB_CTX,
+        name: &str,
+        props: Option<&str>,
+    ) -> KaeResult<Md> {
         let id = DigestId::from_name(name).ok_or(KaeError::InvalidDigest)?;
         let cname = CString::new(id.name()).map_err(|_| KaeError::InvalidDigest)?;
         let cprops = props
             .map(CString::new)
             .transpose()
             .map_err(|_| KaeError::InvalidParam)?;
-        // SAFETY: valid strings; libctx may be NULL (default context).
+        // SAFETY: NUL-terminated strings that live across the call; libctx is NULL or a live
+        // library context by the caller's contract.
         let p = unsafe {
             EVP_MD_fetch(
                 libctx,
@@ -187,17 +206,49 @@ impl Drop for MdCtx {
 
 /// Randomness from the application's library context: the public DRBG for padding bytes,
 /// the private DRBG for secrets (blinding factors, premaster fallbacks).
-pub struct Rng {
-    pub libctx: *mut OSSL_LIB_CTX,
-    pub private: bool,
+///
+/// The fields are private: an `Rng` holds a library context only through [`Rng::new`], whose
+/// contract makes [`RandomSource::fill`] sound. `'a` is how long the context is known to live.
+pub struct Rng<'a> {
+    libctx: *mut OSSL_LIB_CTX,
+    private: bool,
+    _libctx: PhantomData<&'a OSSL_LIB_CTX>,
 }
 
-impl RandomSource for Rng {
+impl<'a> Rng<'a> {
+    /// Draws from `libctx`'s public DRBG, or its private one when `private` is set.
+    ///
+    /// # Safety
+    /// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not
+    /// freed before `'a` ends: every `fill` passes it to `RAND_bytes_ex` /
+    /// `RAND_priv_bytes_ex`.
+    pub unsafe fn new(libctx: *mut OSSL_LIB_CTX, private: bool) -> Rng<'a> {
+        Rng {
+            libctx,
+            private,
+            _libctx: PhantomData,
+        }
+    }
+}
+
+impl Rng<'static> {
+    /// Draws from the default library context's public DRBG, or its private one when
+    /// `private` is set.
+    pub fn default_ctx(private: bool) -> Rng<'static> {
+        // SAFETY: NULL selects the default library context, which libcrypto keeps alive for
+        // the life of the process.
+        unsafe { Rng::new(core::ptr::null_mut(), private) }
+    }
+}
+
+impl RandomSource for Rng<'_> {
     fn fill(&self, buf: &mut [u8]) -> KaeResult<()> {
         if buf.is_empty() {
             return Ok(());
         }
-        // SAFETY: buf valid for its length; libctx is NULL or the app's context.
+        // SAFETY: buf is writable for buf.len() bytes; libctx is NULL or a library context
+        // that lives until 'a, which this borrow is within (the contract of Rng::new, the only
+        // way to set it).
         let r = unsafe {
             if self.private {
                 RAND_priv_bytes_ex(self.libctx, buf.as_mut_ptr(), buf.len(), 0)

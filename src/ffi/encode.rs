@@ -97,13 +97,19 @@ pub struct Pkey(NonNull<EVP_PKEY>);
 
 impl Pkey {
     /// `EVP_PKEY_fromdata` for key type `key_type` in `libctx`, with `selection` of `params`.
-    pub fn from_params(
+    ///
+    /// # Safety
+    /// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not
+    /// freed before the returned `Pkey` is dropped: the key belongs to a key management of a
+    /// provider in that context, which freeing the context tears down.
+    pub unsafe fn from_params(
         libctx: *mut OSSL_LIB_CTX,
         key_type: &CStr,
         selection: c_int,
         params: &OwnedParams,
     ) -> KaeResult<Pkey> {
-        // SAFETY: libctx is a live library context (caller's), key_type a C string.
+        // SAFETY: libctx is NULL or a live library context (the caller's contract); key_type
+        // and the NULL property query are valid for the call.
         let pctx =
             unsafe { EVP_PKEY_CTX_new_from_name(libctx, key_type.as_ptr(), core::ptr::null()) };
         if pctx.is_null() {
@@ -139,9 +145,19 @@ impl Drop for Pkey {
 }
 
 /// Whether cipher `name` can be fetched in `libctx` with property query `props`.
-pub fn cipher_available(libctx: *mut OSSL_LIB_CTX, name: &CStr, props: Option<&CStr>) -> bool {
+///
+/// # Safety
+/// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` for the duration of
+/// the call (nothing fetched is kept).
+pub unsafe fn cipher_available(
+    libctx: *mut OSSL_LIB_CTX,
+    name: &CStr,
+    props: Option<&CStr>,
+) -> bool {
     let props = props.map_or(core::ptr::null(), CStr::as_ptr);
-    // SAFETY: live library context and C strings; the result is freed right away.
+    // SAFETY: libctx is NULL or live for this call (the caller's contract); name and props are
+    // NUL-terminated strings (or NULL) valid for the call; the fetched cipher is freed right
+    // away.
     unsafe {
         let c = EVP_CIPHER_fetch(libctx, name.as_ptr(), props);
         if c.is_null() {

@@ -124,17 +124,17 @@ impl ProvCtx {
         }
     }
 
-    pub fn rng(&self) -> crate::ffi::digest::Rng {
-        crate::ffi::digest::Rng {
-            libctx: self.rand_libctx(),
-            private: false,
-        }
+    /// The public DRBG of [`rand_libctx`](Self::rand_libctx), borrowed from this instance.
+    pub fn rng(&self) -> crate::ffi::digest::Rng<'_> {
+        // SAFETY: rand_libctx is our child or private library context, created in init and
+        // freed only by release_contexts at teardown, which the core runs once it holds no
+        // object of ours, so no operation is borrowing this instance any more.
+        unsafe { crate::ffi::digest::Rng::new(self.rand_libctx(), false) }
     }
 
-    pub fn private_rng(&self) -> crate::ffi::digest::Rng {
-        crate::ffi::digest::Rng {
-            libctx: self.rand_libctx(),
-            private: true,
-        }
+    /// The private DRBG of [`rand_libctx`](Self::rand_libctx), borrowed from this instance.
+    pub fn private_rng(&self) -> crate::ffi::digest::Rng<'_> {
+        // SAFETY: as in `rng`: the context lives until teardown, after every operation.
+        unsafe { crate::ffi::digest::Rng::new(self.rand_libctx(), true) }
     }
 }

@@ -137,13 +137,21 @@ impl RsaKey {
     }
 
     /// Attaches the key to a provider instance's library context (see the field).
-    pub fn set_libctx(&mut self, libctx: *mut crate::ffi::sys::OSSL_LIB_CTX) {
+    ///
+    /// # Safety
+    /// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not
+    /// freed while this key, any copy of it ([`dup`](Self::dup)) or any scratch context made
+    /// from them ([`bn_ctx`](Self::bn_ctx), a safe method that hands it to libcrypto) exists.
+    pub unsafe fn set_libctx(&mut self, libctx: *mut crate::ffi::sys::OSSL_LIB_CTX) {
         self.libctx = libctx as usize;
     }
 
     /// A secure scratch context drawing random numbers from the key's library context.
     pub fn bn_ctx(&self) -> KaeResult<BnCtx> {
-        BnCtx::new_in(self.libctx as *mut crate::ffi::sys::OSSL_LIB_CTX)
+        // SAFETY: self.libctx is 0 (NULL, the default context) or was set by set_libctx (or
+        // copied by dup from a key it was set on), whose contract keeps that context alive
+        // while the key and the scratch contexts made from it exist.
+        unsafe { BnCtx::new_in(self.libctx as *mut crate::ffi::sys::OSSL_LIB_CTX) }
     }
 
     pub fn has_public(&self) -> bool {

@@ -370,12 +370,19 @@ pub fn pairwise_test(key: &RsaKey) -> KaeResult<()> {
 /// bits set (so n has exactly `bits` bits), gcd(p−1, e) = gcd(q−1, e) = 1, |p − q| large,
 /// d = e^-1 mod lcm(p−1, q−1) with d > 2^(bits/2).
 pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> KaeResult<RsaKey> {
-    generate_in(core::ptr::null_mut(), kind, bits, e_value)
+    // SAFETY: NULL selects the default library context, which libcrypto keeps alive for the
+    // life of the process.
+    unsafe { generate_in(core::ptr::null_mut(), kind, bits, e_value) }
 }
 
 /// [`generate`] with primes and the pairwise test's blinding drawn from `libctx` (the
 /// provider instance's library context; NULL: the default one).
-pub fn generate_in(
+///
+/// # Safety
+/// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not freed
+/// while the returned key, any copy of it or any scratch context made from them exists (the
+/// key keeps it: [`RsaKey::set_libctx`]).
+pub unsafe fn generate_in(
     libctx: *mut crate::ffi::sys::OSSL_LIB_CTX,
     kind: crate::rsa::KeyType,
     bits: usize,
@@ -391,7 +398,9 @@ pub fn generate_in(
     if !e_value.is_odd() || e_value.is_one() || e_value.num_bits() > MAX_MODULUS_BITS / 2 {
         return Err(KaeError::BadPublicExponent);
     }
-    let ctx = BnCtx::new_in(libctx)?;
+    // SAFETY: libctx is NULL or outlives this call (the caller's contract); ctx is dropped
+    // when this function returns.
+    let ctx = unsafe { BnCtx::new_in(libctx) }?;
     let pbits = bits.div_ceil(2);
     let qbits = bits - pbits;
     let one_gcd = |x: &BigNum| -> KaeResult<bool> {
@@ -433,7 +442,9 @@ pub fn generate_in(
             continue;
         }
         let mut key = key;
-        key.set_libctx(libctx);
+        // SAFETY: our caller's contract is set_libctx's: libctx outlives the returned key and
+        // everything made from it.
+        unsafe { key.set_libctx(libctx) };
         pairwise_test(&key)?;
         return Ok(key);
     }

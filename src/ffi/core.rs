@@ -6,17 +6,39 @@ use core::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The functions the OpenSSL core gave us at init, plus its handle for this provider instance.
+///
+/// The fields are private and [`Core::from_dispatch`] (unsafe) is the only way to make one, so
+/// the safe methods that call the core's functions with the handle ([`Core::raise`]) can trust
+/// them. Safe code may read the handle and `get_params` through [`CoreParams`] (`Deref`);
+/// calling that function is `unsafe` anyway.
 #[derive(Clone, Copy)]
 pub struct Core {
-    pub handle: *const OSSL_CORE_HANDLE,
-    pub get_params: Option<core_get_params_fn>,
-    pub new_error: Option<core_new_error_fn>,
-    pub set_error_debug: Option<core_set_error_debug_fn>,
-    pub vset_error: Option<core_vset_error_fn>,
+    params: CoreParams,
+    new_error: Option<core_new_error_fn>,
+    set_error_debug: Option<core_set_error_debug_fn>,
+    vset_error: Option<core_vset_error_fn>,
 }
 
-// SAFETY: the handle and function pointers are valid for the provider's lifetime and the core
-// functions are thread-safe.
+/// The read-only part of a [`Core`] that safe code may see: the core's handle for this
+/// provider instance and its `get_params` function (None when the core did not offer it).
+/// Nothing calls through a `CoreParams` on its own, so building one by hand cannot cause
+/// undefined behaviour; a caller of `get_params` passes it the `handle` of the same `Core`.
+#[derive(Clone, Copy)]
+pub struct CoreParams {
+    pub handle: *const OSSL_CORE_HANDLE,
+    pub get_params: Option<core_get_params_fn>,
+}
+
+impl core::ops::Deref for Core {
+    type Target = CoreParams;
+    fn deref(&self) -> &CoreParams {
+        &self.params
+    }
+}
+
+// SAFETY: a Core holds only a handle and function pointers the core gave us (from_dispatch's
+// contract: valid for as long as the Core is used), shared freely; the core's functions may be
+// called from any thread with that handle.
 unsafe impl Send for Core {}
 unsafe impl Sync for Core {}
 
@@ -30,8 +52,10 @@ impl Core {
         mut dispatch: *const OSSL_DISPATCH,
     ) -> Core {
         let mut core = Core {
-            handle,
-            get_params: None,
+            params: CoreParams {
+                handle,
+                get_params: None,
+            },
             new_error: None,
             set_error_debug: None,
             vset_error: None,
@@ -43,7 +67,7 @@ impl Core {
                 let f = (*dispatch).function;
                 match (*dispatch).function_id {
                     OSSL_FUNC_CORE_GET_PARAMS => {
-                        core.get_params =
+                        core.params.get_params =
                             f.map(|f| core::mem::transmute::<_, core_get_params_fn>(f))
                     }
                     OSSL_FUNC_CORE_NEW_ERROR => {
@@ -70,8 +94,10 @@ impl Core {
         let (Some(new_error), Some(vset)) = (self.new_error, self.vset_error) else {
             return;
         };
-        // SAFETY: core functions with our handle. A NULL format means the va_list argument is
-        // never read, so passing NULL for it is fine on every ABI we target.
+        // SAFETY: the functions and handle came from the core's dispatch table through
+        // from_dispatch (the only constructor), whose contract keeps them valid while this Core
+        // is used; the strings are static C strings. A NULL format means the va_list argument
+        // is never read, so passing NULL for it is fine on every ABI we target.
         unsafe {
             new_error(self.handle);
             if let Some(dbg) = self.set_error_debug {
@@ -104,7 +130,9 @@ pub fn raise_core_only(core: &Core, reason: KaeError) {
     let (Some(new_error), Some(vset)) = (core.new_error, core.vset_error) else {
         return;
     };
-    // SAFETY: core functions with our handle; a NULL format never reads the va_list.
+    // SAFETY: the functions and handle came from the core's dispatch table through
+    // from_dispatch (the only constructor), valid while `core` is used; the strings are static
+    // C strings; a NULL format never reads the va_list.
     unsafe {
         new_error(core.handle);
         if let Some(dbg) = core.set_error_debug {

@@ -70,23 +70,48 @@ unsafe extern "C" fn fd_cleanup(
     }
 }
 
-/// How a finished request wakes its job.
+/// How a finished request wakes its job. Opaque: a callback wake-up is made only by
+/// [`JobWake::callback`] (unsafe) or [`AsyncJob::wake`], so the safe [`JobWake::wake`] can
+/// trust it.
 #[derive(Clone)]
-pub enum JobWake {
-    /// The application's callback (ASYNC_WAIT_CTX_set_callback); it polls no fd.
+pub struct JobWake(Wake);
+
+#[derive(Clone)]
+enum Wake {
+    /// The application's callback (ASYNC_WAIT_CTX_set_callback); it polls no fd. `arg` is
+    /// kept as an address so that the wake-up can cross threads.
     Callback { cb: ASYNC_callback_fn, arg: usize },
     /// Our eventfd, registered in the wait context.
     Fd(Arc<EventFd>),
 }
 
 impl JobWake {
+    /// A wake-up that calls `cb(arg)`.
+    ///
+    /// # Safety
+    /// Calling `cb(arg)` is sound from any thread, any number of times, for as long as the
+    /// returned value or a clone of it exists. For the callback of an ASYNC wait context this
+    /// is ASYNC_WAIT_CTX_set_callback's contract for the life of the job.
+    pub unsafe fn callback(cb: ASYNC_callback_fn, arg: *mut c_void) -> JobWake {
+        JobWake(Wake::Callback {
+            cb,
+            arg: arg as usize,
+        })
+    }
+
+    /// A wake-up that signals our eventfd.
+    pub fn fd(fd: Arc<EventFd>) -> JobWake {
+        JobWake(Wake::Fd(fd))
+    }
+
     pub fn wake(&self) {
-        match self {
-            // SAFETY: the application's callback with its own argument, as ASYNC documents.
-            JobWake::Callback { cb, arg } => unsafe {
+        match &self.0 {
+            // SAFETY: cb and arg came through JobWake::callback, whose contract makes calling
+            // cb(arg) sound from this thread while this value exists.
+            Wake::Callback { cb, arg } => unsafe {
                 cb(*arg as *mut c_void);
             },
-            JobWake::Fd(fd) => fd.signal(),
+            Wake::Fd(fd) => fd.signal(),
         }
     }
 }
@@ -121,13 +146,14 @@ impl AsyncJob {
         // kept alive by the application until the job finishes; cb and arg are locals.
         if unsafe { ASYNC_WAIT_CTX_get_callback(self.wait_ctx, &mut cb, &mut arg) } == 1 {
             if let Some(cb) = cb {
-                return Ok(JobWake::Callback {
-                    cb,
-                    arg: arg as usize,
-                });
+                // SAFETY: the application registered cb and arg on the wait context of the job
+                // running on this thread, for kae to call from any thread to have the job
+                // resumed (ASYNC_WAIT_CTX_set_callback); the application keeps both valid while
+                // the job is paused, and the waiter releases this wake-up at completion.
+                return Ok(unsafe { JobWake::callback(cb, arg) });
             }
         }
-        Ok(JobWake::Fd(self.wait_fd()?))
+        Ok(JobWake::fd(self.wait_fd()?))
     }
 
     fn wait_fd(&self) -> KaeResult<Arc<EventFd>> {

@@ -173,10 +173,9 @@ mod tests {
     }
 
     fn counting_wake(n: &'static AtomicUsize) -> WaiterWake {
-        WaiterWake::Job(JobWake::Callback {
-            cb: count,
-            arg: n as *const AtomicUsize as usize,
-        })
+        // SAFETY: count only increments the AtomicUsize at arg, and n is a static one: the call
+        // is sound from any thread, at any time.
+        WaiterWake::Job(unsafe { JobWake::callback(count, n as *const AtomicUsize as *mut c_void) })
     }
 
     #[test]

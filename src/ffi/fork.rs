@@ -21,8 +21,8 @@ pub struct ForkMutex<T> {
 // SAFETY: access to `data` is serialised by the pthread mutex, as for std's Mutex.
 unsafe impl<T: Send> Sync for ForkMutex<T> {}
 // SAFETY: moving a ForkMutex moves its T (hence T: Send); a move needs ownership, so no
-// guard is alive then (lock_for_fork, which keeps the lock without a guard, is only used on
-// statics, which never move).
+// guard is alive then, and no lock taken by lock_for_fork (which keeps the lock without a
+// guard) either: that takes `&'static self`, a ForkMutex that never moves or drops.
 unsafe impl<T: Send> Send for ForkMutex<T> {}
 
 pub struct ForkMutexGuard<'a, T> {
@@ -56,8 +56,10 @@ impl<T> ForkMutex<T> {
     }
 
     /// For a `pthread_atfork` prepare handler: takes the lock and keeps it across the fork;
-    /// `unlock_in_parent` / `reset_in_child` give it back.
-    pub fn lock_for_fork(&self) {
+    /// `unlock_in_parent` / `reset_in_child` give it back. Only on a `'static` mutex (a
+    /// static, in practice): one held without a guard must never move or be dropped, and a
+    /// `'static` borrow guarantees neither happens.
+    pub fn lock_for_fork(&'static self) {
         self.raw_lock();
     }
 

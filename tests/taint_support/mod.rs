@@ -1,6 +1,8 @@
 //! Shared by the secret-taint tests (`ct_taint_crt.rs`, `mb_kernel.rs`): a small deterministic
 //! generator, and the runner that starts the test binary again under valgrind memcheck for its
-//! `taint_child` test (the one that marks secrets undefined) and fails on any report.
+//! `taint_child` test (the one that marks secrets undefined) and fails on any report. Each check
+//! first runs a canary: the child branches on one tainted word, and memcheck must report it, so
+//! a harness that cannot see a leak (no valgrind client requests, a wrong flag) fails loudly.
 #![allow(dead_code)] // each test binary uses part of it
 
 use num_bigint::BigUint;
@@ -46,22 +48,59 @@ pub fn from_words(w: &[u64]) -> BigUint {
     BigUint::from_bytes_le(&bytes)
 }
 
-/// Runs this test binary's ignored `taint_child` test under memcheck with `child_env` set, and
-/// fails unless it ran, passed, and memcheck reported nothing (`what` names the code checked).
-pub fn assert_taint_child_clean(child_env: &str, what: &str) {
+/// Set in the child for the canary run: branch on a secret, check nothing else.
+const CANARY: &str = "KAE_TAINT_CANARY";
+
+/// In `taint_child`, first: on the canary run, branch on a word marked secret and return true
+/// (the child then does nothing else); memcheck must report that branch.
+pub fn canary_branch() -> bool {
+    if std::env::var_os(CANARY).is_none() {
+        return false;
+    }
+    let secret = [std::hint::black_box(0x5a5a_5a5a_u64)];
+    kae::ffi::memcheck::mark_secret_words(&secret);
+    // Read through the reference: the compiler may otherwise reuse the value it stored.
+    if std::hint::black_box(&secret)[0] & 1 == 1 {
+        println!("canary: odd");
+    } else {
+        println!("canary: even");
+    }
+    true
+}
+
+fn run_child(child_env: &str, canary: bool) -> std::process::Output {
     let exe = std::env::current_exe().unwrap();
-    let out = Command::new("valgrind")
-        .args([
-            "--tool=memcheck",
-            "--error-exitcode=99",
-            "--track-origins=yes",
-            "-q",
-        ])
-        .arg(&exe)
-        .args(["--ignored", "--exact", "taint_child", "--test-threads=1"])
-        .env(child_env, "1")
-        .output()
-        .expect("valgrind must be installed (.ci/run installs it)");
+    let mut cmd = Command::new("valgrind");
+    if canary {
+        cmd.env(CANARY, "1");
+    }
+    cmd.args([
+        "--tool=memcheck",
+        "--error-exitcode=99",
+        "--track-origins=yes",
+        "-q",
+    ])
+    .arg(&exe)
+    .args(["--ignored", "--exact", "taint_child", "--test-threads=1"])
+    .env(child_env, "1")
+    .output()
+    .expect("valgrind must be installed (.ci/run installs it)")
+}
+
+/// Runs this test binary's ignored `taint_child` test under memcheck with `child_env` set, and
+/// fails unless the canary is caught, the child ran and passed, and memcheck reported nothing
+/// else (`what` names the code checked).
+pub fn assert_taint_child_clean(child_env: &str, what: &str) {
+    let canary = run_child(child_env, true);
+    let err = String::from_utf8_lossy(&canary.stderr);
+    assert!(
+        String::from_utf8_lossy(&canary.stdout).contains("1 passed")
+            && !canary.status.success()
+            && err.contains("Conditional jump or move depends on uninitialised value"),
+        "the canary (a branch on a secret) was not caught: the taint check sees nothing\n{}\n{err}",
+        String::from_utf8_lossy(&canary.stdout)
+    );
+    let out = run_child(child_env, false);
     let err = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -239,6 +239,12 @@ fn load_use_unload_cycles() {
     eprintln!(
         "teardown: {n_rounds} rounds; threads after each round {base}..{max}; VmRSS round 5 {r5} kB, last {last} kB"
     );
+    if under_valgrind() {
+        // Valgrind's own memory (translations, debug information of the module loaded again
+        // each round) is in VmRSS there; memcheck's heap summary is the check under valgrind.
+        eprintln!("teardown: VmRSS not checked under valgrind");
+        return;
+    }
     assert!(
         last <= r5 + 20 * 1024,
         "VmRSS grew from {r5} kB (round 5) to {last} kB (round {n_rounds}): {:?}",

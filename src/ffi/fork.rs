@@ -40,7 +40,9 @@ impl<T> ForkMutex<T> {
         }
     }
 
-    pub fn lock(&self) -> ForkMutexGuard<'_, T> {
+    /// Takes the lock. Only on a `'static` mutex: POSIX leaves a pthread mutex that moved
+    /// after use undefined, and a `'static` borrow guarantees it never moves or drops.
+    pub fn lock(&'static self) -> ForkMutexGuard<'static, T> {
         self.raw_lock();
         ForkMutexGuard {
             m: self,
@@ -49,7 +51,8 @@ impl<T> ForkMutex<T> {
     }
 
     fn raw_lock(&self) {
-        // SAFETY: an initialised mutex that does not move while borrowed.
+        // SAFETY: an initialised mutex (PTHREAD_MUTEX_INITIALIZER in new, or reset_in_child)
+        // at a fixed address: both callers take `&'static self`, so it never moves or drops.
         let r = unsafe { libc::pthread_mutex_lock(self.raw.get()) };
         // Only EINVAL/EDEADLK are possible (not for a default mutex used correctly).
         assert_eq!(r, 0, "pthread_mutex_lock failed");

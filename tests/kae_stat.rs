@@ -3,6 +3,7 @@
 //! shown nor left behind.
 
 mod procs;
+mod skip;
 
 use procs::{
     openssl_bin, openssl_without_config, run, run_ok, tool_bin, wait_deadline, wait_until,
@@ -455,7 +456,11 @@ fn unsafe_user_directories_are_refused() {
     if euid() == 0 {
         cases.push(("owned by nobody", 0o700, Some(65534)));
     } else {
-        eprintln!("SKIPPED (needs root, CI runs as root): a user directory owned by uid 65534");
+        skip::skipped(
+            "a user directory owned by uid 65534",
+            "needs root",
+            skip::UnderCi::Provided,
+        );
     }
     for (what, mode, owner) in cases {
         let dir = TempDir::new("stat-refused");
@@ -543,6 +548,10 @@ fn a_page_naming_another_users_process_is_skipped_and_reported() {
             out.describe()
         );
     } else {
-        eprintln!("SKIPPED (needs root, CI runs as root): a page in uid 65534's directory");
+        skip::skipped(
+            "a page in uid 65534's directory",
+            "needs root",
+            skip::UnderCi::Provided,
+        );
     }
 }

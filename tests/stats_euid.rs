@@ -7,6 +7,8 @@
 //! through `exit` (kae's exit handler must run) while the process is single-threaded. Needs
 //! root; run as another user it prints SKIPPED.
 
+mod skip;
+
 use kae::backend::OpKind;
 use kae::stats::{self, idx, parse_page, MAGIC, MOVED};
 use std::path::{Path, PathBuf};
@@ -77,7 +79,11 @@ fn child(root: &Path) -> i32 {
 fn main() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED stats_euid: needs root (CI runs as root) to change uid");
+        skip::skipped(
+            "stats_euid",
+            "needs root to change uid",
+            skip::UnderCi::Provided,
+        );
         println!("SKIPPED");
         return;
     }

@@ -455,7 +455,27 @@ fn server_pid_cpu_time() {
     assert!(f(&j, "server_cpu_ms_per_handshake") > 0.0, "{j}");
     assert!(f(&j, "handshakes_per_server_cpu_s") > 0.0, "{j}");
     assert_eq!(j["server_pids"][0].as_u64(), Some(srv.pid() as u64));
-    assert!(f(&j, "client_cpu_s") >= 0.0);
+    // CPU time is bounded by the wall time of the run on every CPU of the machine, and the
+    // per-handshake figure is the total divided by the handshakes.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let (elapsed, client, server) = (
+        f(&j, "elapsed_s"),
+        f(&j, "client_cpu_s"),
+        f(&j, "server_cpu_s"),
+    );
+    assert!(client > 0.0, "the client did TLS work: {j}");
+    for (what, cpu) in [("client", client), ("server", server)] {
+        assert!(
+            cpu <= elapsed * cpus + 0.05,
+            "{what} CPU {cpu} s exceeds {elapsed} s on {cpus} CPUs: {j}"
+        );
+    }
+    let per = f(&j, "server_cpu_ms_per_handshake");
+    let want = server * 1000.0 / u(&j, "handshakes") as f64;
+    assert!(
+        (per - want).abs() <= want * 0.01 + 0.001,
+        "{per} ms per handshake vs {want}: {j}"
+    );
 }
 
 #[test]
@@ -467,7 +487,8 @@ fn duration_mode_stops() {
     assert!(u(&j, "requests") > 0);
     assert_eq!(u(&j, "errors"), 0, "{j}");
     let e = f(&j, "elapsed_s");
-    assert!((0.9..15.0).contains(&e), "elapsed {e}");
+    // It stops once the second is up and the requests in flight are answered (a few ms each).
+    assert!((0.99..3.0).contains(&e), "elapsed {e}");
 }
 
 #[test]

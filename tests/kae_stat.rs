@@ -555,3 +555,79 @@ fn a_page_naming_another_users_process_is_skipped_and_reported() {
         );
     }
 }
+
+/// `kae-stat --check`: exit 0 naming the backend when the configuration activates kae; exit 1
+/// saying why when it does not (a wrong module path, which OpenSSL itself passes over in
+/// silence; a bad value in kae's section; a file without kae).
+#[test]
+fn check_says_whether_a_configuration_activates_kae() {
+    let dir = TempDir::new("stat-check");
+    let moddir = dir.provider_dir();
+    let conf = |name: &str, module: &str, extra: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "openssl_conf = init\n[init]\nproviders = prov\n[prov]\ndefault = dflt\n\
+                 kae = kae_sect\n[dflt]\nactivate = 1\n[kae_sect]\nmodule = {module}\n\
+                 activate = 1\n{extra}"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let check = |path: &Path| {
+        run(
+            Command::new(tool_bin("kae-stat"))
+                .env("KAE_STATS_DIR", dir.path())
+                .env("KAE_BACKEND", "cpu")
+                .arg("--check")
+                .arg("--conf")
+                .arg(path),
+            None,
+            Duration::from_secs(60),
+        )
+    };
+    let module = moddir.join("kae.so").display().to_string();
+
+    let ok = check(&conf("good.cnf", &module, ""));
+    assert_eq!(ok.status.code(), Some(0), "{}", ok.describe());
+    assert!(
+        ok.stdout.contains("OK: kae is active") && ok.stdout.contains("backend cpu"),
+        "{}",
+        ok.describe()
+    );
+
+    let wrong = format!("{}/kea.so", moddir.display());
+    let out = check(&conf("wrong-path.cnf", &wrong, ""));
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(
+        out.stderr.contains("leaves kae inactive")
+            && out.stderr.contains(&format!("module = {wrong}"))
+            && out.stderr.contains("No such file"),
+        "{}",
+        out.describe()
+    );
+
+    let out = check(&conf("bad-value.cnf", &module, "queues = abc\n"));
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(
+        out.stderr.contains("config key 'queues'") && out.stderr.contains("leaves kae inactive"),
+        "{}",
+        out.describe()
+    );
+
+    let plain = dir.join("no-kae.cnf");
+    std::fs::write(&plain, "openssl_conf = init\n[init]\n").unwrap();
+    let out = check(&plain);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(
+        out.stderr.contains("no `module =` line"),
+        "{}",
+        out.describe()
+    );
+
+    let out = check(&dir.join("missing.cnf"));
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(out.stderr.contains("cannot read"), "{}", out.describe());
+}

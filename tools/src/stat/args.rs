@@ -2,6 +2,7 @@
 
 pub const USAGE: &str = "\
 usage: kae-stat [--json] [-i SECONDS [-n COUNT]]
+       kae-stat --check [--conf FILE]
 
 Shows kae's counters for every process that has kae loaded: one row per process, then
 the total. Pages are read from $KAE_STATS_DIR (default /dev/shm/kae), one directory per
@@ -11,10 +12,16 @@ user; run as root to see every user's processes.
   -i, --interval SECS   a snapshot every SECS seconds (Ctrl-C to stop); each table is
                         headed by the time in UTC, e.g. `--- 2026-12-01 07:40:12Z`
   -n, --count COUNT     with -i: stop after COUNT snapshots
+  --check               load the OpenSSL configuration as OpenSSL does (--conf FILE, else
+                        $OPENSSL_CONF, else OpenSSL's default file) and say whether kae is
+                        active in it, with its backend: exit 0 if it is, 1 (saying why) if
+                        not. Run it before a server (re)start, e.g. as a systemd
+                        ExecStartPre=, with the environment the server gets
+  --conf FILE           with --check: the configuration file to check
   -V, --version         print the version and exit
   -h, --help            this text
 
-Exit status: 0, or 2 for a usage error.
+Exit status: 0; 1 when --check finds kae inactive; 2 for a usage error.
 ";
 
 /// What the command line asks for.
@@ -28,6 +35,8 @@ pub struct Opts {
 #[derive(Debug, PartialEq)]
 pub enum Parsed {
     Run(Opts),
+    /// `--check`, with `--conf FILE` if given.
+    Check(Option<String>),
     Help,
     Version,
 }
@@ -40,6 +49,7 @@ fn value<'a>(opt: &str, v: Option<&'a String>) -> Result<&'a str, String> {
 /// Parses the arguments after the program name; Err is the message for a usage error.
 pub fn parse(args: &[String]) -> Result<Parsed, String> {
     let mut o = Opts::default();
+    let (mut check, mut conf) = (false, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         // --interval=1 as well as --interval 1.
@@ -73,6 +83,14 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                     .ok_or_else(|| format!("{name}: '{v}' is not a count above 0"))?;
                 o.count = Some(n);
             }
+            "--check" if inline.is_none() => check = true,
+            "--conf" => {
+                let v = val(name)?;
+                if v.is_empty() {
+                    return Err("--conf: an empty file name".into());
+                }
+                conf = Some(v);
+            }
             "-h" | "--help" if inline.is_none() => return Ok(Parsed::Help),
             "-V" | "--version" if inline.is_none() => return Ok(Parsed::Version),
             _ if a.starts_with('-') && a.len() > 1 => return Err(format!("unknown option '{a}'")),
@@ -82,6 +100,15 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                 ))
             }
         }
+    }
+    if check {
+        if o != Opts::default() {
+            return Err("--check takes no other option than --conf".into());
+        }
+        return Ok(Parsed::Check(conf));
+    }
+    if conf.is_some() {
+        return Err("--conf needs --check".into());
     }
     if o.count.is_some() && o.interval.is_none() {
         return Err("-n/--count needs -i/--interval".into());
@@ -119,6 +146,11 @@ mod tests {
         assert_eq!(p(&["--version"]), Ok(Parsed::Version));
         assert_eq!(p(&["-V"]), Ok(Parsed::Version));
         assert_eq!(p(&["--json", "-h"]), Ok(Parsed::Help));
+        assert_eq!(p(&["--check"]), Ok(Parsed::Check(None)));
+        assert_eq!(
+            p(&["--conf=/etc/ssl/x.cnf", "--check"]),
+            Ok(Parsed::Check(Some("/etc/ssl/x.cnf".into())))
+        );
     }
 
     #[test]
@@ -134,5 +166,8 @@ mod tests {
         }
         assert!(err(&["-i", "1", "-n", "0"]).contains("'0'"));
         assert!(err(&["-n", "2"]).contains("needs -i"));
+        assert!(err(&["--conf", "x.cnf"]).contains("needs --check"));
+        assert!(err(&["--check", "--json"]).contains("--check takes no other"));
+        assert_eq!(err(&["--check", "--conf"]), "option '--conf' needs a value");
     }
 }

@@ -3,6 +3,7 @@
 //!   kae-stat              one table (one row per process, then the total)
 //!   kae-stat -i 1         every second, like watch (Ctrl-C to stop); -n COUNT bounds it
 //!   kae-stat --json       one JSON line per snapshot
+//!   kae-stat --check      is kae active in the OpenSSL configuration? (exit 0 or 1)
 //!
 //! Each kae process publishes a page `<root>/<euid>/kae-stats.<pid>` (root /dev/shm/kae or
 //! $KAE_STATS_DIR; one directory per effective uid, mode 0700). Run as root, kae-stat shows
@@ -11,9 +12,11 @@
 //! shown and are removed. The page format and the reader are the kae-counters crate's,
 //! shared with the provider.
 
-#![forbid(unsafe_code)]
+// unsafe only in `check` (calls into libcrypto), which allows it.
+#![deny(unsafe_code)]
 
 mod args;
+mod check;
 mod clock;
 mod output;
 
@@ -54,6 +57,17 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let o = match args::parse(&argv) {
         Ok(Parsed::Run(o)) => o,
+        Ok(Parsed::Check(conf)) => {
+            let v = check::check(conf.as_deref());
+            for l in &v.lines {
+                if v.ok {
+                    println!("kae-stat: {l}");
+                } else {
+                    eprintln!("kae-stat: {l}");
+                }
+            }
+            std::process::exit(if v.ok { 0 } else { 1 });
+        }
         Ok(Parsed::Help) => {
             print!("{}", args::USAGE);
             return;
@@ -68,7 +82,10 @@ fn main() {
         }
         Err(m) => {
             eprintln!("kae-stat: {m}");
-            eprintln!("usage: kae-stat [--json] [-i SECONDS [-n COUNT]] (see kae-stat --help)");
+            eprintln!(
+                "usage: kae-stat [--json] [-i SECONDS [-n COUNT]] | --check [--conf FILE] \
+                 (see kae-stat --help)"
+            );
             std::process::exit(2);
         }
     };

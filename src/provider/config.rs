@@ -3,9 +3,10 @@
 //!
 //! A bad value must never leave a server silently running without kae: OpenSSL 3.0's
 //! `openssl list` and `nginx -t` exit 0 with a provider that failed to initialize simply left
-//! out. So every problem found here is written to stderr (and to syslog when that is the
-//! chosen log target) whatever the log level, naming the key or variable, the value and what is
-//! accepted; a bad value refuses the load, an unknown key is warned about.
+//! out. So every problem found here is written to stderr whatever the log level, naming the key
+//! or variable, the value and what is accepted; a bad value refuses the load, an unknown key is
+//! warned about. Errors (kae not loaded) also go to syslog, where the operator of a service
+//! looks (a daemon's stderr is often nowhere); warnings do when syslog is the log target.
 
 use crate::backend::hpre::settings::{valid_library, SyncMode};
 use crate::error::KaeError;
@@ -483,14 +484,14 @@ impl Config {
             crate::logging::config_diagnostic(
                 &format!("kae: {level}: {}", p.text),
                 p.fatal,
-                syslog,
+                syslog || p.fatal,
             );
         }
         if fatal > 0 {
             crate::logging::config_diagnostic(
                 "kae: error: kae is NOT loaded: fix the value(s) above (OpenSSL may go on without kae and exit 0)",
                 true,
-                syslog,
+                true,
             );
             let first = problems.iter().find(|p| p.fatal).map(|p| p.text.clone());
             return Err(crate::ffi::core::Failure::with(

@@ -6,7 +6,8 @@
 # Runs `openssl speed -mr -elapsed` alternately with the default provider and
 # with kae (default, kae, default, kae, ... for $ROUNDS rounds, so slow drifts
 # of the machine hit both alike) and prints the medians side by side.
-# The module measured is printed first ("module: ..."):
+# The module measured is printed first ("module: ..."), and under the table with the
+# backend kae ran on (from its start-up line):
 #   --module FILE    measure this module file, e.g. an installed one:
 #                    --module "$(openssl version -m | cut -d'"' -f2)/kae.so"
 #                    (also KAE_MODULE=FILE; nothing is built then)
@@ -146,6 +147,13 @@ run_one() {
         else
             echo "    ${summary#*summary: }" >&2
         fi
+        # "kae[pid] INFO: kae 0.1.0 in OpenSSL 3.0.19: backend cpu (auto; ...); pool ..."
+        local backend
+        backend=$(grep -m1 ': backend .*; pool ' "$log.err" | sed 's/.*: backend \(.*\); pool .*/\1/' || true)
+        if [[ -n $backend && $backend != "${LAST_BACKEND:-}" ]]; then
+            echo "    kae backend measured: $backend" >&2
+            LAST_BACKEND=$backend
+        fi
     fi
 }
 
@@ -161,6 +169,7 @@ done
 
 echo
 python3 "$ROOT/scripts/speed_table.py" table default kae "$RESULTS"
+echo "kae: $MODULE, backend ${LAST_BACKEND:-unknown (no start-up line in the kae runs)}"
 
 # The same medians as an SVG bar chart (scripts/chart.py), with the raw results next to it,
 # in $OUT_DIR (default target/bench): they outlive the scratch directory.

@@ -281,7 +281,10 @@ check_kae_summary() {
         grep -m3 'kae' "$1" >&2 || true
         exit 1
     fi
-    bench_log "  kae did $total private operations ($(grep -c 'summary: private ops' "$1") process summaries)"
+    local offloaded
+    offloaded=$(sed -n 's/.*summary: private ops [0-9]* ok[^(]*(\([0-9]*\) offloaded).*/\1/p' "$1" |
+        awk '{s += $1} END {print s + 0}')
+    bench_log "  kae did $total private operations, $offloaded of them offloaded (async jobs) ($(grep -c 'summary: private ops' "$1") process summaries)"
 }
 
 # bench_finish TITLE: the table and the chart.

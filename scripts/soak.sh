@@ -18,7 +18,7 @@
 #   teardown  tests/teardown.rs load_use_unload_cycles with KAE_TEARDOWN_ROUNDS=$TEARDOWN_ROUNDS
 #             (1000) under valgrind memcheck (leak checking, scripts/valgrind.supp): load kae,
 #             sign (async and inline), unload, every round; no memcheck error, no definite or
-#             indirect leak, no kae thread left. About 1-2 s per round (1000: 20-35 min).
+#             indirect leak, no kae thread left. About 1.5-2 s per round (1000: 35 min).
 # Each step ends with one line `PASS step: figures` or `FAIL step: why`; the exit status is 1
 # when a step failed.
 #

@@ -249,7 +249,9 @@ pub fn check(conf: Option<&str>) -> Verdict {
             }
             let modules = module_lines(&file);
             if modules.is_empty() {
-                lines.push(format!("  {file} has no `module =` line (kae's section names kae.so)"));
+                lines.push(format!(
+                    "  {file} has no `module =` line (kae's section names kae.so)"
+                ));
             }
             lines.extend(modules.iter().map(|m| format!("  {m}")));
             lines.push(
@@ -267,7 +269,10 @@ pub fn check(conf: Option<&str>) -> Verdict {
 
 /// OpenSSL's module directory: `$OPENSSL_MODULES`, else the one it was built with.
 fn modules_dir() -> String {
-    if let Some(d) = std::env::var("OPENSSL_MODULES").ok().filter(|d| !d.is_empty()) {
+    if let Some(d) = std::env::var("OPENSSL_MODULES")
+        .ok()
+        .filter(|d| !d.is_empty())
+    {
         return d;
     }
     const OPENSSL_MODULES_DIR: c_int = 105;

@@ -94,20 +94,10 @@ pub fn start(cfg: &HpreConfig) -> Result<HpreBackend, String> {
     }
     Ok(HpreBackend {
         uadk,
-        shared: Arc::new(Shared {
-            pending: Mutex::new(HashMap::new()),
-            zombies: Mutex::new(HashMap::new()),
-            abandoned: Mutex::new(Vec::new()),
-            done: Mutex::new(Vec::new()),
-            next_id: AtomicU64::new(1),
-            in_flight: AtomicUsize::new(0),
-            high_water: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
-            resting_until: Mutex::new(None),
-            last_scan: Mutex::new(Instant::now()),
-            timeout: Duration::from_millis(cfg.timeout_ms),
-            sysfs: cfg.sysfs.clone(),
-        }),
+        shared: Arc::new(Shared::new(
+            Duration::from_millis(cfg.timeout_ms),
+            cfg.sysfs.clone(),
+        )),
         cfg: cfg.clone(),
         generation,
     })
@@ -161,6 +151,23 @@ impl Shared {
             "hpre-fault",
             format_args!("HPRE: {what}; the request is redone on the CPU and HPRE rests for 1 s"),
         );
+    }
+
+    fn new(timeout: Duration, sysfs: std::path::PathBuf) -> Shared {
+        Shared {
+            pending: Mutex::new(HashMap::new()),
+            zombies: Mutex::new(HashMap::new()),
+            abandoned: Mutex::new(Vec::new()),
+            done: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+            in_flight: AtomicUsize::new(0),
+            high_water: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            resting_until: Mutex::new(None),
+            last_scan: Mutex::new(Instant::now()),
+            timeout,
+            sysfs,
+        }
     }
 
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (InFlightPtr, Instant)>> {
@@ -625,5 +632,35 @@ impl Backend for HpreBackend {
 
     fn high_water(&self) -> usize {
         self.shared.high_water.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Timed-out requests and abandoned sync buffers together are bounded: at MAX_ZOMBIES the
+    /// backend takes no new request (`takes` asks `zombie_room`). The entries here are
+    /// placeholders, never dereferenced: the map is emptied before the Shared is dropped.
+    #[test]
+    fn past_max_zombies_no_new_request_is_taken() {
+        let s = Shared::new(Duration::from_millis(10), "/nonexistent".into());
+        assert!(s.zombie_room());
+        {
+            let mut z = s.zombies.lock().unwrap();
+            for id in 0..MAX_ZOMBIES as u64 - 2 {
+                z.insert(id, InFlightPtr(0));
+            }
+        }
+        assert!(s.zombie_room(), "below the bound");
+        s.abandoned
+            .lock()
+            .unwrap()
+            .push((Zeroizing::new(vec![0u8; 4]), Zeroizing::new(vec![0u8; 4])));
+        assert!(s.zombie_room(), "one below the bound");
+        s.zombies.lock().unwrap().insert(u64::MAX, InFlightPtr(0));
+        assert!(!s.zombie_room(), "at the bound: refused");
+        s.zombies.lock().unwrap().clear();
+        assert!(s.zombie_room(), "room again once the late completions came");
     }
 }

@@ -38,6 +38,15 @@ fn parse_summary_line() {
 /// `openssl speed -provider kae -async_jobs 8 -seconds 1 rsa2048`, optionally pinned to CPU 0
 /// with taskset and with `KAE_ASYNC` set; checks the speed line and returns kae's summary
 /// (private ops, offloaded, async pauses) and stderr.
+/// The tests of this file start CPU-bound processes (`openssl speed` on every CPU): run one at
+/// a time, so that a neighbour starving the s_server test's thread cannot let a result land
+/// before its job pauses (correct, but then the test sees no pause).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn speed_async(pin_one_cpu: bool, kae_async: Option<&str>) -> (u64, u64, u64, String) {
     let dir = TempDir::new("async-cli-speed");
     let pd = dir.provider_dir();
@@ -102,6 +111,7 @@ fn available_cpus() -> usize {
 /// `KAE_ASYNC=yes`: offloaded inside ASYNC jobs on any number of CPUs.
 #[test]
 fn speed_async_jobs_offloads() {
+    let _serial = one_at_a_time();
     let (_, offloaded, pauses, stderr) = speed_async(false, Some("yes"));
     assert!(
         offloaded > 0,
@@ -114,6 +124,7 @@ fn speed_async_jobs_offloads() {
 /// a machine with two CPUs: on one CPU the test fails saying so (it is not skipped).
 #[test]
 fn speed_async_jobs_auto_offloads_on_two_cpus() {
+    let _serial = one_at_a_time();
     assert!(
         available_cpus() >= 2,
         "this test needs 2 CPUs (async = auto only offloads on 2 or more); {} available",
@@ -132,6 +143,7 @@ fn speed_async_jobs_auto_offloads_on_two_cpus() {
 /// and says why; `KAE_ASYNC=yes` still offloads.
 #[test]
 fn speed_async_jobs_one_cpu() {
+    let _serial = one_at_a_time();
     let (total, offloaded, pauses, stderr) = speed_async(true, None);
     assert!(total > 0, "no private op counted\n{stderr}");
     assert_eq!(offloaded, 0, "auto offloaded on one CPU\n{stderr}");
@@ -177,6 +189,7 @@ fn start_server(dir: &TempDir, cfg: &Path, naccept: u32) -> SServer {
 
 #[test]
 fn s_server_async_tls_handshakes_offload() {
+    let _serial = one_at_a_time();
     let dir = TempDir::new("async-cli-sserver");
     let t0 = Instant::now();
     // Server certificate and key from the default provider alone.

@@ -30,7 +30,8 @@ pub fn skipped(what: &str, why: &str, ci: UnderCi) {
             .append(true)
             .open(path)
         {
-            let _ = writeln!(f, "{line}");
+            // One write per line: with O_APPEND, tests running in parallel do not interleave.
+            let _ = f.write_all(format!("{line}\n").as_bytes());
         }
     }
     if ci == UnderCi::Provided && std::env::var("KAE_CI").is_ok_and(|v| v == "1") {

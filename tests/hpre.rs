@@ -815,35 +815,6 @@ const FAULT_KNOBS: [(&str, &str); 6] = [
     ("KAE_HPRE_TIMEOUT_MS", "300"),
 ];
 
-/// `EVP_PKEY_fromdata` of `params` (a key pair) into `ctx`, with kae.
-fn import_into(ctx: *mut common::ffi::OSSL_LIB_CTX, params: &Params) -> *mut common::ffi::EVP_PKEY {
-    use common::ffi::*;
-    unsafe {
-        let pctx = EVP_PKEY_CTX_new_from_name(ctx, c"RSA".as_ptr(), c"provider=kae".as_ptr());
-        assert!(
-            !pctx.is_null(),
-            "EVP_PKEY_CTX_new_from_name: {}",
-            take_errors("ctx")
-        );
-        assert_eq!(
-            EVP_PKEY_fromdata_init(pctx),
-            1,
-            "{}",
-            take_errors("fromdata_init")
-        );
-        let mut pk: *mut EVP_PKEY = std::ptr::null_mut();
-        let r = EVP_PKEY_fromdata(pctx, &mut pk, EVP_PKEY_KEYPAIR, params.as_mut_ptr());
-        EVP_PKEY_CTX_free(pctx);
-        assert_eq!(
-            r,
-            1,
-            "EVP_PKEY_fromdata into kae: {}",
-            take_errors("fromdata")
-        );
-        pk
-    }
-}
-
 /// Threads of this process named `kae-…` (kae's pool and poller, the simulator's device
 /// threads), waiting up to `limit` for them to go; what is left.
 fn kae_threads_left(limit: Duration) -> Vec<String> {
@@ -1086,7 +1057,7 @@ fn faults_at_scale() {
             "epoch {epoch}: kae runs on {}",
             c0.backend
         );
-        let kae_keys: Vec<_> = key_params.iter().map(|p| import_into(ctx, p)).collect();
+        let kae_keys: Vec<_> = key_params.iter().map(|p| import_into_kae(ctx, p)).collect();
         let n = if clean {
             (FAULT_THREADS * FAULT_JOBS * 4) as u64
         } else {

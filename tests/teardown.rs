@@ -17,7 +17,6 @@ use async_support::*;
 use common::ffi::*;
 use common::*;
 use std::ffi::CString;
-use std::ptr;
 use std::time::{Duration, Instant};
 
 /// Rounds without `KAE_TEARDOWN_ROUNDS`.
@@ -42,33 +41,6 @@ fn wait_pool_gone(limit: Duration) -> Vec<String> {
             return left;
         }
         std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn import_key(ctx: *mut OSSL_LIB_CTX, params: &Params) -> *mut EVP_PKEY {
-    unsafe {
-        let pctx = EVP_PKEY_CTX_new_from_name(ctx, c"RSA".as_ptr(), c"provider=kae".as_ptr());
-        assert!(
-            !pctx.is_null(),
-            "EVP_PKEY_CTX_new_from_name: {}",
-            take_errors("ctx")
-        );
-        assert_eq!(
-            EVP_PKEY_fromdata_init(pctx),
-            1,
-            "fromdata_init: {}",
-            take_errors("init")
-        );
-        let mut pk: *mut EVP_PKEY = ptr::null_mut();
-        let r = EVP_PKEY_fromdata(pctx, &mut pk, EVP_PKEY_KEYPAIR, params.as_mut_ptr());
-        EVP_PKEY_CTX_free(pctx);
-        assert_eq!(
-            r,
-            1,
-            "EVP_PKEY_fromdata into kae: {}",
-            take_errors("fromdata")
-        );
-        pk
     }
 }
 
@@ -150,7 +122,7 @@ fn load_use_unload_cycles() {
                 "round {round}: kae threads right after OSSL_PROVIDER_load (before any async use): {early:?}"
             );
             let c0 = counters(prov);
-            let key = import_key(ctx, &key_params);
+            let key = import_into_kae(ctx, &key_params);
             let raw = Raw { libctx: ctx, key };
 
             let mut ops: Vec<AsyncOp> = msgs[..ASYNC_JOBS]

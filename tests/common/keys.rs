@@ -7,7 +7,7 @@ use std::fmt;
 use std::ptr;
 use std::sync::{Mutex, OnceLock};
 
-use super::error::{clear_errors, cvt, Res};
+use super::error::{clear_errors, cvt, take_errors, Res};
 use super::ffi::{
     BN_free, EVP_PKEY_CTX_set_params, EVP_PKEY_check, EVP_PKEY_eq, EVP_PKEY_free,
     EVP_PKEY_fromdata, EVP_PKEY_fromdata_init, EVP_PKEY_get0_provider, EVP_PKEY_get0_type_name,
@@ -15,7 +15,7 @@ use super::ffi::{
     EVP_PKEY_get_size, EVP_PKEY_get_size_t_param, EVP_PKEY_is_a, EVP_PKEY_keygen,
     EVP_PKEY_keygen_init, EVP_PKEY_pairwise_check, EVP_PKEY_private_check, EVP_PKEY_public_check,
     EVP_PKEY_todata, EVP_PKEY_up_ref, BIGNUM, EVP_PKEY, EVP_PKEY_KEYPAIR, EVP_PKEY_PUBLIC_KEY,
-    OSSL_PARAM,
+    OSSL_LIB_CTX, OSSL_PARAM,
 };
 use super::params::{bn_to_vec, Params, ParamsBuilder};
 use super::provider_load::{kae, provider_name, reference, Lib};
@@ -274,4 +274,37 @@ pub fn keypair(bits: u32) -> &'static KeyPair {
             .or_insert_with(|| Box::leak(Box::new(OnceLock::new())))
     };
     cell.get_or_init(|| make_keypair(bits))
+}
+
+/// `EVP_PKEY_fromdata` of `params` (a key pair) into `ctx` with kae (`provider=kae`), for tests
+/// that manage their own library contexts; panics with OpenSSL's errors on failure. The caller
+/// frees the key.
+pub fn import_into_kae(ctx: *mut OSSL_LIB_CTX, params: &Params) -> *mut EVP_PKEY {
+    use super::ffi::{EVP_PKEY_CTX_free, EVP_PKEY_CTX_new_from_name};
+    // SAFETY: ctx is the caller's live library context (or NULL); the key context is freed
+    // before returning; params is a terminated array that outlives the call.
+    unsafe {
+        let pctx = EVP_PKEY_CTX_new_from_name(ctx, c"RSA".as_ptr(), c"provider=kae".as_ptr());
+        assert!(
+            !pctx.is_null(),
+            "EVP_PKEY_CTX_new_from_name: {}",
+            take_errors("ctx")
+        );
+        assert_eq!(
+            EVP_PKEY_fromdata_init(pctx),
+            1,
+            "fromdata_init: {}",
+            take_errors("init")
+        );
+        let mut pk: *mut EVP_PKEY = ptr::null_mut();
+        let r = EVP_PKEY_fromdata(pctx, &mut pk, EVP_PKEY_KEYPAIR, params.as_mut_ptr());
+        EVP_PKEY_CTX_free(pctx);
+        assert_eq!(
+            r,
+            1,
+            "EVP_PKEY_fromdata into kae: {}",
+            take_errors("fromdata")
+        );
+        pk
+    }
 }

@@ -18,6 +18,7 @@ use procs::{
     KaeSummary, KillOnDrop, ProcSampler, TempDir, TlsFlavor,
 };
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -31,6 +32,38 @@ fn have_haproxy() -> bool {
         return false;
     }
     panic!("haproxy is not installed (apt-get install haproxy, or set KAE_SKIP_HAPROXY=1)");
+}
+
+/// `haproxy -c` of `cfg` (must pass), then haproxy in the foreground with kae (`cnf`), its
+/// stderr in `stderr_path`, `KAE_LOG=info` and `env`. The CPU backend offloads every private
+/// operation of an async job, which is what these tests check; on an IFMA CPU `auto` would
+/// pick the multi-buffer backend, which computes inline while too few requests come together.
+fn checked_and_started(
+    cnf: &Path,
+    cfg: &Path,
+    stderr_path: &Path,
+    env: &[(&str, &str)],
+) -> KillOnDrop {
+    run_ok(
+        Command::new("haproxy")
+            .env("OPENSSL_CONF", cnf)
+            .arg("-c")
+            .arg("-f")
+            .arg(cfg),
+    );
+    let child = Command::new("haproxy")
+        .env("OPENSSL_CONF", cnf)
+        .env("KAE_LOG", "info")
+        .env("KAE_BACKEND", "cpu")
+        .envs(env.iter().copied())
+        .arg("-db")
+        .arg("-f")
+        .arg(cfg)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(stderr_path).unwrap())
+        .spawn()
+        .expect("start haproxy");
+    KillOnDrop(child)
 }
 
 #[test]
@@ -62,30 +95,8 @@ fn haproxy_ssl_mode_async_with_kae() {
         ),
     )
     .unwrap();
-    run_ok(
-        Command::new("haproxy")
-            .env("OPENSSL_CONF", &cnf)
-            .arg("-c")
-            .arg("-f")
-            .arg(&cfg),
-    );
-
     let stderr_path = dir.join("haproxy.err");
-    // The CPU backend offloads every private operation of an async job, which is what this
-    // test checks. On an IFMA CPU `auto` picks the multi-buffer backend, which computes
-    // requests inline while too few come together to fill a kernel call (this load).
-    let child = Command::new("haproxy")
-        .env("OPENSSL_CONF", &cnf)
-        .env("KAE_LOG", "info")
-        .env("KAE_BACKEND", "cpu")
-        .arg("-db")
-        .arg("-f")
-        .arg(&cfg)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .expect("start haproxy");
-    let mut server = KillOnDrop(child);
+    let mut server = checked_and_started(&cnf, &cfg, &stderr_path, &[]);
     wait_until(
         &format!("haproxy to listen on {port}"),
         Duration::from_secs(10),
@@ -206,27 +217,8 @@ fn haproxy_soak_memory_fds_and_handshakes_stay_flat() {
         ),
     )
     .unwrap();
-    run_ok(
-        Command::new("haproxy")
-            .env("OPENSSL_CONF", &cnf)
-            .arg("-c")
-            .arg("-f")
-            .arg(&cfg),
-    );
     let stderr_path = dir.join("haproxy.err");
-    let child = Command::new("haproxy")
-        .env("OPENSSL_CONF", &cnf)
-        .env("KAE_LOG", "info")
-        .env("KAE_BACKEND", "cpu")
-        .env("KAE_ASYNC", "yes")
-        .arg("-db")
-        .arg("-f")
-        .arg(&cfg)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .expect("start haproxy");
-    let mut server = KillOnDrop(child);
+    let mut server = checked_and_started(&cnf, &cfg, &stderr_path, &[("KAE_ASYNC", "yes")]);
     let pid = server.0.id();
     wait_until(
         &format!("haproxy to listen on {port}"),

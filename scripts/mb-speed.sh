@@ -2,7 +2,7 @@
 # Performance matrix of the multi-buffer backend (backend = mb, the 8-lane AVX-512 IFMA RSA
 # kernel) against OpenSSL's default provider measured in the same run.
 #
-# usage: scripts/mb-speed.sh [--module FILE] [--help]
+# usage: scripts/mb-speed.sh [--module FILE] [--peer FILE] [--help]
 #
 # First line of the output: the backend kae runs on, from its start-up line (one
 # `KAE_LOG=info openssl speed -seconds 1` with kae). `backend = auto` takes mb only on a CPU
@@ -26,6 +26,10 @@
 #                    nothing is built then)
 #   (no --module)    the build tree's module: scripts/build.sh (unless NO_BUILD=1),
 #                    then target/release/kae.so
+#   --peer FILE      a third column: another provider module (e.g. an installed qat_sw
+#                    provider, qatprovider.so) run with kae's options in every row, preferred
+#                    over the default provider (loaded beside it), in the same alternating
+#                    rounds; the table then adds its medians and kae / peer
 #   -h, --help       this text
 #
 # Knobs (environment):
@@ -46,8 +50,9 @@
 # kae refuse to load where the kernel cannot run (the script then stops at the first step).
 set -euo pipefail
 
-usage() { sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
 MODULE=${KAE_MODULE:-}
+PEER=
 while (($#)); do
     case $1 in
         -h | --help) usage; exit 0 ;;
@@ -57,11 +62,18 @@ while (($#)); do
             shift
             ;;
         --module=*) MODULE=${1#*=} ;;
+        --peer)
+            [[ $# -ge 2 && -n $2 ]] || { echo "mb-speed.sh: --peer needs a provider module file" >&2; exit 2; }
+            PEER=$2
+            shift
+            ;;
+        --peer=*) PEER=${1#*=} ;;
         *) echo "mb-speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 [[ -z $MODULE || $MODULE == /* ]] || MODULE="$PWD/$MODULE"
+[[ -z $PEER || $PEER == /* ]] || PEER="$PWD/$PEER"
 
 die() { echo "mb-speed.sh: $*" >&2; exit 1; }
 bad() { echo "mb-speed.sh: $*" >&2; exit 2; }
@@ -109,6 +121,16 @@ fi
 # -provider-path DIR -provider NAME loads DIR/NAME.so; kae is then known as NAME.
 MODDIR=$(dirname "$MODULE")
 KAE_NAME=$(basename "$MODULE" .so)
+PROVIDERS=(default kae)
+if [[ -n $PEER ]]; then
+    [[ -f "$PEER" ]] || die "--peer $PEER: no such file"
+    [[ $PEER == *.so ]] || die "--peer $PEER: the file name must end in .so (openssl loads NAME.so)"
+    PEER_NAME=$(basename "$PEER" .so)
+    [[ $PEER_NAME != "$KAE_NAME" && $PEER_NAME != default ]] ||
+        die "--peer $PEER: its provider name '$PEER_NAME' is kae's or the default provider's; copy or link it under another name"
+    PROVIDERS+=(peer)
+    echo "peer:   $PEER$( [[ -L $PEER ]] && echo " -> $(readlink -f "$PEER")"), provider name $PEER_NAME" >&2
+fi
 echo "module: $MODULE$( [[ -L $MODULE ]] && echo " -> $(readlink -f "$MODULE")"), $(stat -c '%s bytes, modified %y' "$(readlink -f "$MODULE")" | cut -d. -f1)" >&2
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-mb-speed.XXXXXX")
@@ -136,6 +158,12 @@ KAE_CONF="$WORK/default.cnf"
 if [[ "$KAE_PREFER" == 1 ]]; then KAE_CONF="$WORK/prefer-kae.cnf"; fi
 PROV_default=(-provider default)
 PROV_kae=(-provider-path "$MODDIR" -provider "$KAE_NAME")
+if [[ -n $PEER ]]; then
+    # The peer may implement RSA only: the default provider beside it serves the rest, and the
+    # configuration prefers the peer (openssl speed ignores -propquery for RSA).
+    sed "s/?provider=$KAE_NAME/?provider=$PEER_NAME/; s/kae's/the peer's/" "$WORK/prefer-kae.cnf" >"$WORK/prefer-peer.cnf"
+    PROV_peer=(-provider-path "$(dirname "$PEER")" -provider "$PEER_NAME" -provider default)
+fi
 
 # --- 1. Which backend kae runs on: its start-up line at KAE_LOG=info.
 echo "asking kae for its backend (KAE_LOG=info openssl speed -seconds 1 ${ALG_AB[0]:-${ALG_CDE[0]}})" >&2
@@ -160,6 +188,16 @@ if [[ -n $WARNING ]]; then
     echo "$WARNING" >&2
 else
     grep -m1 'multi-buffer: engine' "$WORK/probe.err" | sed 's/.*INFO: /kae /' || true
+fi
+
+if [[ -n $PEER ]]; then
+    echo "checking that the peer runs (openssl speed -seconds 1 ${ALG_AB[0]:-${ALG_CDE[0]}} with $PEER_NAME)" >&2
+    if ! OPENSSL_CONF="$WORK/prefer-peer.cnf" "$OPENSSL" speed -seconds 1 "${PROV_peer[@]}" \
+            "${ALG_AB[0]:-${ALG_CDE[0]}}" >"$WORK/peer-probe.log" 2>"$WORK/peer-probe.err"; then
+        cat "$WORK/peer-probe.err" >&2
+        die "openssl speed with the peer $PEER failed"
+    fi
+    echo "peer: $PEER_NAME ($PEER)"
 fi
 
 # --- 2. The rows. NAME|PIN|ALGSET|default provider's options|kae's options|description.
@@ -233,7 +271,11 @@ run_one() {
     local prov_name=$1 mode=$2 round=$3 pin=$4 opts=$5 algset=$6 conf
     local log="$WORK/${mode//[:,]/_}-$prov_name-$round.log"
     local -a prov extra=() pincmd=() algs
-    if [[ $prov_name == kae ]]; then prov=("${PROV_kae[@]}"); conf=$KAE_CONF; else prov=("${PROV_default[@]}"); conf="$WORK/default.cnf"; fi
+    case $prov_name in
+    kae) prov=("${PROV_kae[@]}"); conf=$KAE_CONF ;;
+    peer) prov=("${PROV_peer[@]}"); conf="$WORK/prefer-peer.cnf" ;;
+    *) prov=("${PROV_default[@]}"); conf="$WORK/default.cnf" ;;
+    esac
     if [[ -n "$opts" ]]; then read -r -a extra <<<"$opts"; fi
     read -r -a pincmd <<<"$(pin_cmd "$pin")"
     if [[ $algset == ab ]]; then algs=("${ALG_AB[@]}"); else algs=("${ALG_CDE[@]}"); fi
@@ -279,13 +321,17 @@ for m in "${MODES[@]}"; do
 done
 printf '# %s\n' "$BACKEND_LINE" >"$RESULTS"
 echo "openssl: $("$OPENSSL" version)  module: $MODULE" >&2
-echo "runs: ${#MODES[@]} row(s) x $ROUNDS rounds x 2 providers, ${SECONDS_PER_RUN}s per op: about $((nalg_runs * ROUNDS * 2 * 2 * SECONDS_PER_RUN))s" >&2
+echo "runs: ${#MODES[@]} row(s) x $ROUNDS rounds x ${#PROVIDERS[@]} providers, ${SECONDS_PER_RUN}s per op: about $((nalg_runs * ROUNDS * ${#PROVIDERS[@]} * 2 * SECONDS_PER_RUN))s" >&2
 for m in "${MODES[@]}"; do
     IFS='|' read -r name pin algset dopts kopts _ <<<"$m"
     for ((r = 1; r <= ROUNDS; r++)); do
-        if ((r % 2 == 1)); then order=(default kae); else order=(kae default); fi
+        # Each round starts with the next provider, so every provider takes each turn.
+        order=()
+        for ((i = 0; i < ${#PROVIDERS[@]}; i++)); do
+            order+=("${PROVIDERS[(r - 1 + i) % ${#PROVIDERS[@]}]}")
+        done
         for p in "${order[@]}"; do
-            if [[ $p == kae ]]; then opts=$kopts; else opts=$dopts; fi
+            if [[ $p == default ]]; then opts=$dopts; else opts=$kopts; fi
             run_one "$p" "$name" "$r" "$pin" "$opts" "$algset"
         done
     done
@@ -294,7 +340,8 @@ done
 echo
 echo "$BACKEND_LINE"
 [[ -z $WARNING ]] || echo "$WARNING"
-python3 "$ROOT/scripts/speed_table.py" table default kae "$RESULTS" --mode-first
+python3 "$ROOT/scripts/speed_table.py" table default kae "$RESULTS" --mode-first ${PEER:+--peer peer}
+[[ -z $PEER ]] || echo "peer = $PEER_NAME ($PEER), run with kae's options in every row"
 echo
 echo "rows: openssl speed -elapsed -mr -seconds $SECONDS_PER_RUN, the provider's options, then"
 for m in "${MODES[@]}"; do

@@ -8,12 +8,14 @@
       against OpenSSL 3.0; newer versions may append more fields, ignored).
       Exits 1 when there is no RSA result at all.
 
-  speed_table.py table BASE OTHER results.tsv [--mode-first]
+  speed_table.py table BASE OTHER results.tsv [--mode-first] [--peer PEER]
       Prints a side-by-side table of the medians over rounds, comparing the
       rows labelled BASE (e.g. default) with those labelled OTHER (e.g. kae).
       Rows come in the order their mode first appears in the file, keys by
       size within a mode. --mode-first puts the mode column, headed "row",
       before the key (scripts/mb-speed.sh, whose modes are its row labels).
+      --peer PEER adds the rows labelled PEER (another provider) after each
+      measure, with the ratio OTHER / PEER.
       Lines starting with # are comments.
 """
 import statistics
@@ -50,7 +52,7 @@ def fmt_ratio(a, b):
     return f"{b / a:.2f}x"
 
 
-def table(base, other, path, mode_first=False):
+def table(base, other, path, mode_first=False, peer=None):
     # (mode, bits) -> label -> ([sign...], [verify...])
     data = defaultdict(lambda: defaultdict(lambda: ([], [])))
     with open(path) as f:
@@ -68,20 +70,28 @@ def table(base, other, path, mode_first=False):
     def med(values):
         return statistics.median(values) if values else None
 
-    header = ["key", "mode", f"{base} sign/s", f"{other} sign/s", "ratio",
-              f"{base} verify/s", f"{other} verify/s", "ratio", "rounds"]
+    def measure(name):
+        cols = [f"{base} {name}", f"{other} {name}", "ratio"]
+        return cols + [f"{peer} {name}", f"{other}/{peer}"] if peer else cols
+
+    header = ["key", "mode"] + measure("sign/s") + measure("verify/s") + ["rounds"]
     rows = []
     modes_order = []
     for mode, _ in data:
         if mode not in modes_order:
             modes_order.append(mode)
     for (mode, bits) in sorted(data, key=lambda k: (modes_order.index(k[0]), k[1])):
-        b_sign, b_ver = data[(mode, bits)][base]
-        o_sign, o_ver = data[(mode, bits)][other]
-        bs, bv, os_, ov = med(b_sign), med(b_ver), med(o_sign), med(o_ver)
-        rounds = f"{len(b_sign)}/{len(o_sign)}"
-        rows.append([f"rsa{bits}", mode, fmt_rate(bs), fmt_rate(os_), fmt_ratio(bs, os_),
-                     fmt_rate(bv), fmt_rate(ov), fmt_ratio(bv, ov), rounds])
+        cells = [f"rsa{bits}", mode]
+        counts = []
+        for i in (0, 1):
+            b, o = med(data[(mode, bits)][base][i]), med(data[(mode, bits)][other][i])
+            cells += [fmt_rate(b), fmt_rate(o), fmt_ratio(b, o)]
+            if peer:
+                p = med(data[(mode, bits)][peer][i])
+                cells += [fmt_rate(p), fmt_ratio(p, o)]
+        for label in (base, other, peer) if peer else (base, other):
+            counts.append(str(len(data[(mode, bits)][label][0])))
+        rows.append(cells + ["/".join(counts)])
     if mode_first:
         header[0], header[1] = "row", header[0]
         for r in rows:
@@ -92,7 +102,8 @@ def table(base, other, path, mode_first=False):
     print("-" * len(line))
     for r in rows:
         print("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    print(f"(medians over rounds; ratio = {other} / {base}; rounds = {base}/{other} samples)")
+    labels = f"{base}/{other}/{peer}" if peer else f"{base}/{other}"
+    print(f"(medians over rounds; ratio = {other} / {base}; rounds = {labels} samples)")
     return 0
 
 
@@ -102,10 +113,17 @@ def main(argv):
         return 0
     if len(argv) == 5 and argv[1] == "extract":
         return extract(argv[2], argv[3], argv[4])
-    if len(argv) == 5 and argv[1] == "table":
-        return table(argv[2], argv[3], argv[4])
-    if len(argv) == 6 and argv[1] == "table" and argv[5] == "--mode-first":
-        return table(argv[2], argv[3], argv[4], mode_first=True)
+    if len(argv) >= 5 and argv[1] == "table":
+        opts, peer, mode_first = argv[5:], None, False
+        while opts:
+            if opts[0] == "--mode-first":
+                mode_first, opts = True, opts[1:]
+            elif opts[0] == "--peer" and len(opts) >= 2:
+                peer, opts = opts[1], opts[2:]
+            else:
+                break
+        if not opts:
+            return table(argv[2], argv[3], argv[4], mode_first=mode_first, peer=peer)
     print(f"{argv[0]}: unknown arguments {' '.join(argv[1:]) or '(none)'}; usage:", file=sys.stderr)
     print(__doc__, file=sys.stderr)
     return 2

@@ -303,6 +303,132 @@ exit 0
     (stdout, stderr, speed)
 }
 
+/// `mb-speed.sh --peer FILE`: a third provider (a stand-in named "rival") runs in every row
+/// with kae's flags, takes its turn first in the rounds, and the table gains its medians and
+/// kae / peer. A peer whose provider name is kae's is refused.
+#[test]
+fn mb_speed_peer_adds_a_column_run_with_kaes_flags() {
+    let scratch = Scratch::new("mb-speed-peer");
+    let log = scratch.0.join("ran.log");
+    let stubs = stub_dir(&scratch.0, &log);
+    let speed_log = scratch.0.join("speed.log");
+    for tool in ["mktemp", "cp"] {
+        fs::remove_file(stubs.join(tool)).unwrap();
+    }
+    let write_exe = |name: &str, text: String| {
+        let p = stubs.join(name);
+        fs::write(&p, text).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write_exe(
+        "openssl",
+        format!(
+            r#"#!/bin/sh
+[ "$1" = version ] && {{ echo "OpenSSL 3.0.0 (stand-in)"; exit 0; }}
+who=default
+prev=
+for a in "$@"; do
+    if [ "$prev" = -provider ]; then case $a in kae | rival) who=$a ;; esac; fi
+    prev=$a
+done
+echo "$who $*" >>'{log}'
+[ $who = kae ] && echo "kae[1] INFO: kae 0.1.0 in OpenSSL 3.0.0: backend mb (auto; mb: stand-in (test)); pool 2 queues x depth 64" >&2
+case $who in kae) s=2000 ;; rival) s=1600 ;; *) s=1000 ;; esac
+for a in "$@"; do
+    case $a in rsa*) echo "+F2:2:${{a#rsa}}:$s.0:40000.0" ;; esac
+done
+[ $who = kae ] && echo "kae[1] INFO: summary: private ops 10 ok / 0 failed (8 offloaded), public ops 5 ok / 0 failed (0 offloaded), async pauses 8, MB batches 2 (avg 8.0 lanes), MB scalar 1" >&2
+exit 0
+"#,
+            log = speed_log.display()
+        ),
+    );
+    write_exe(
+        "taskset",
+        "#!/bin/sh\n[ \"$1\" = -c ] || exit 96\nshift 2\nexec \"$@\"\n".to_string(),
+    );
+    let module = scratch.0.join("kae.so");
+    fs::write(&module, "not a module\n").unwrap();
+    let peer_dir = scratch.0.join("peer");
+    fs::create_dir_all(&peer_dir).unwrap();
+    let peer = peer_dir.join("rival.so");
+    fs::write(&peer, "not a module\n").unwrap();
+    let out_dir = scratch.0.join("out");
+    let env = [
+        ("OPENSSL", stubs.join("openssl").to_str().unwrap().to_string()),
+        ("SECONDS_PER_RUN", "1".into()),
+        ("ROUNDS", "3".into()),
+        ("ROWS", "a e".into()),
+        ("ALGS", "rsa2048".into()),
+        ("OUT_DIR", out_dir.to_str().unwrap().into()),
+        ("TMPDIR", scratch.0.to_str().unwrap().into()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let script = repo().join("scripts/mb-speed.sh");
+    let (out, _) = run_script_env(
+        &script,
+        &["--module", module.to_str().unwrap(), "--peer", peer.to_str().unwrap()],
+        &stubs,
+        &env,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let speed = fs::read_to_string(&speed_log).unwrap_or_default();
+    let ctx = format!("stdout:\n{stdout}\nstderr:\n{stderr}\nspeed runs:\n{speed}");
+    assert!(out.status.success(), "mb-speed.sh --peer: {}\n{ctx}", out.status);
+    for row in ["a:1core-async8", "e:async1", "e:async2", "e:sync"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{row} ")))
+            .unwrap_or_else(|| panic!("no table row {row}\n{ctx}"));
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            &cells[2..13],
+            [
+                "1,000.0", "2,000.0", "2.00x", "1,600.0", "1.25x", "40,000.0", "40,000.0",
+                "1.00x", "40,000.0", "1.00x", "3/3/3"
+            ],
+            "{line}\n{ctx}"
+        );
+    }
+    // The peer runs with kae's flags, beside the default provider, in each of the 3 rounds.
+    let peer_runs = |flags: &str| {
+        speed
+            .lines()
+            .filter(|l| {
+                l.starts_with("rival ")
+                    && l.contains(" -provider rival -provider default ")
+                    && l.ends_with(&format!("{flags} rsa2048"))
+            })
+            .count()
+    };
+    assert_eq!(peer_runs("-multi 1 -async_jobs 8"), 3, "row a\n{ctx}");
+    assert_eq!(peer_runs("-async_jobs 2"), 3, "row e async2\n{ctx}");
+    // Each provider opens one round.
+    for (round, first) in [(1, "default"), (2, "kae"), (3, "rival")] {
+        let opener = stderr
+            .lines()
+            .find(|l| l.contains(&format!("round {round}/3 ")) && l.contains("a:1core-async8"))
+            .unwrap_or_else(|| panic!("no round {round}\n{ctx}"));
+        let label = if first == "rival" { "peer" } else { first };
+        assert!(opener.contains(&format!("  {label}  ")), "round {round} opens with {opener}\n{ctx}");
+    }
+
+    let same_name = scratch.0.join("kae-copy");
+    fs::create_dir_all(&same_name).unwrap();
+    let clash = same_name.join("kae.so");
+    fs::write(&clash, "not a module\n").unwrap();
+    let (out, _) = run_script_env(
+        &script,
+        &["--module", module.to_str().unwrap(), "--peer", clash.to_str().unwrap()],
+        &stubs,
+        &env,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("provider name 'kae'"), "{stderr}");
+}
+
 #[test]
 fn mb_speed_names_the_backend_and_runs_the_matrix() {
     let (stdout, stderr, speed) = mb_speed_with_fake_openssl("cpu");

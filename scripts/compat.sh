@@ -43,7 +43,10 @@ ALL_GROUPS=(speed-alone speed-with-default pkeyutl req-x509 message-api tls asyn
 DEFAULT_GROUPS=(speed-alone speed-with-default pkeyutl req-x509 message-api tls async valgrind
     in-process)
 # Test binaries of the in-process group (tests/*.rs that load kae into the test process).
-IN_PROCESS_TESTS=(cross_provider wycheproof bad_input implicit_rejection kem sigalg async_jobs fork teardown)
+IN_PROCESS_TESTS=(in_process async_jobs fork teardown)
+# Modules of the in_process binary that run only against the system's 3.0 (cargo test): they
+# compare `openssl` output of the core that built the test, not of the core under test.
+IN_PROCESS_SKIP=(encoder:: config_errors:: pss_keygen::)
 
 usage() {
     cat <<EOF
@@ -754,7 +757,8 @@ g_in-process() {
         return 3
     fi
     [[ -s $list ]] || { fail "${KAE_WHY[tests$flavor]:-no test binaries (see the build log)}"; return 1; }
-    local name bin rc want used
+    local name bin rc want used skip=()
+    for name in "${IN_PROCESS_SKIP[@]}"; do skip+=(--skip "$name"); done
     # libcrypto must come from this core: LD_DEBUG shows which file the loader used.
     want=$LIBDIR/libcrypto.so.$MAJOR
     while read -r name bin; do
@@ -766,7 +770,7 @@ g_in-process() {
             continue
         fi
         rc=0
-        x "$name" 900 "$bin" --test-threads=2 || rc=$?
+        x "$name" 900 "$bin" --test-threads=2 "${skip[@]}" || rc=$?
         tail -n 3 "$name.out" | sed 's/^/  /'
         ((rc == 0)) || fail "$name: $(grep -E '^test result' "$name.out" | tail -n 1) (exit $rc); failing: $(sed -n '/^failures:$/,/^test result/s/^    \([A-Za-z_:0-9]*\)$/\1/p' "$name.out" | tr '\n' ' ')"
     done <"$list"

@@ -19,8 +19,8 @@ usage: scripts/sanitizers.sh [--asan-only | --miri-only] [--no-integration]
 
 AddressSanitizer (RUSTFLAGS=-Zsanitizer=address, nightly, target dir target/asan):
   cargo test --lib, then the integration tests that run kae inside the test process
-  (the test binaries load the ASan-built libkae.so): bad_input, cross_provider,
-  wycheproof, teardown, async_jobs, async_depth1, fork. Tests that spawn other programs
+  (the test binaries load the ASan-built libkae.so): in_process's bad_input,
+  cross_provider and wycheproof modules, teardown, async_jobs, async_depth1, fork. Tests that spawn other programs
   (cli, async_cli, kae_stat, press, nginx, haproxy) are left out: the programs they run
   are not instrumented. libcrypto itself is not instrumented either; ASan still checks
   every heap block kae touches, whoever allocated it.
@@ -83,8 +83,11 @@ if [[ $ASAN == 1 ]]; then
     run_timed "asan build" "${ASAN_CARGO[@]}" --lib --tests --no-run
     run_timed "asan unit tests (--lib)" "${ASAN_CARGO[@]}" --lib
     if [[ $INTEGRATION == 1 ]]; then
-        for t in bad_input cross_provider wycheproof teardown async_jobs async_depth1 fork; do
-            if [[ $t == teardown ]]; then
+        for t in in_process teardown async_jobs async_depth1 fork; do
+            if [[ $t == in_process ]]; then
+                run_timed "asan --test $t" "${ASAN_CARGO[@]}" --test "$t" -- bad_input:: \
+                    cross_provider:: wycheproof::
+            elif [[ $t == teardown ]]; then
                 # teardown asserts that VmRSS stays flat over load/unload cycles; ASan's
                 # quarantine keeps freed memory out of reuse and grows it by design, so
                 # this one runs without quarantine (LeakSanitizer still checks it).

@@ -38,7 +38,7 @@ done
 
 cd "$(dirname "$0")/.."
 
-# The test builds link about 30 test binaries, the tools and the fuzz harness; with the
+# The test builds link about 20 test binaries, the tools and the fuzz harness; with the
 # release profile's cross-crate thin LTO each test binary costs about 4x the CPU to link
 # (18 s against 4 s here). Tests check behaviour: they build without cross-crate LTO
 # (in-crate optimisation stays; one consistent build for every step). scripts/build.sh and
@@ -83,8 +83,7 @@ report() {
 trap report EXIT
 
 # The quick tier's integration test binaries: kae loaded into the test process, no servers.
-QUICK_TESTS=(cross_provider wycheproof bad_input kem sigalg implicit_rejection encoder
-    config_errors pss_keygen crt_fault_log blinding_fork)
+QUICK_TESTS=(in_process crt_fault_log blinding_fork)
 if ((QUICK)); then
     args=()
     for t in "${QUICK_TESTS[@]}"; do args+=(--test "$t"); done

@@ -4,7 +4,7 @@
 //! an unknown key is warned about with the closest known key. Checked under the real
 //! `openssl list`, `nginx -t` and `haproxy -c`, which all exit 0 with kae missing.
 
-mod procs;
+use crate::procs;
 
 use procs::{module_path, openssl_bin, run, Output, TempDir};
 use std::path::{Path, PathBuf};

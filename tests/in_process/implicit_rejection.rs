@@ -24,7 +24,7 @@
 //! check of the transcription: it decrypts the valid vectors to the same message and refuses
 //! the others.
 
-mod common;
+use crate::common;
 
 use common::*;
 

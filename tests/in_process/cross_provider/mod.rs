@@ -7,8 +7,8 @@
 //! `signature`, `asym_cipher`, `contexts` (streaming, duplication, context parameters). This
 //! file holds what they share.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
+use crate::per_size;
 
 mod asym_cipher;
 mod contexts;

@@ -4,7 +4,7 @@
 //! `saltlen:32` gave a SHA-1 key), and made the MGF1 digest follow the message digest where
 //! the default provider keeps SHA-1.
 
-mod procs;
+use crate::procs;
 
 use procs::{openssl_in, run_ok, TempDir};
 

@@ -5,7 +5,7 @@
 //! `acceptable` ones may do either.  Every set prints how many vectors ran; each family asserts
 //! that it ran vectors at all.
 
-mod common;
+use crate::common;
 
 use common::ffi;
 use common::*;

@@ -16,8 +16,8 @@
 //!   output as the default provider;
 //! * are not listed with `load-default = no`.
 
-mod common;
-mod procs;
+use crate::common;
+use crate::procs;
 
 use common::ffi::{
     BIO_ctrl, BIO_free, BIO_new, BIO_s_mem, EVP_PKEY_print_private, EVP_PKEY_print_public,

@@ -6,7 +6,7 @@
 //! What the OpenSSL 3.0 default provider does with the same input is printed for comparison
 //! only (it accepts some of these, e.g. saltlen "bogus" parses as 0).
 
-mod common;
+use crate::common;
 
 use common::ffi;
 use common::*;

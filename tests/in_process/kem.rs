@@ -13,8 +13,8 @@
 //! core does, so they hold on 3.0 and, with `LD_LIBRARY_PATH` pointing at a newer libcrypto,
 //! on 3.5 and 4.0.
 
-mod common;
-mod procs;
+use crate::common;
+use crate::procs;
 
 use common::ffi::{
     EVP_KEM_fetch, EVP_KEM_free, EVP_KEM_get0_provider, EVP_PKEY_CTX_gettable_params,

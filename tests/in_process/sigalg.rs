@@ -4,17 +4,17 @@
 //! kae lists them only when the running core is 3.4 or newer. On an older core the listing
 //! test checks that they are absent and every other test prints why it is skipped. To run the
 //! rest, point the process at a newer libcrypto:
-//! `LD_LIBRARY_PATH=/path/to/openssl-3.5/lib cargo test --release --test sigalg`; the 3.4+
-//! calls (`EVP_PKEY_sign_message_init` …) are looked up with `dlsym`, since this crate compiles
-//! against 3.0's API.
+//! `LD_LIBRARY_PATH=/path/to/openssl-3.5/lib cargo test --release --test in_process sigalg::`;
+//! the 3.4+ calls (`EVP_PKEY_sign_message_init` …) are looked up with `dlsym`, since this
+//! crate compiles against 3.0's API.
 //!
 //! PKCS#1 v1.5 signatures are deterministic: kae's and the default provider's must be the same
 //! bytes. Every refusal the default provider makes (RSA-PSS keys, calls out of order, wrong
 //! digest lengths, bad signatures) must be a refusal in kae, and what it accepts but ignores
 //! (a padding or digest parameter) must leave kae's signature unchanged too.
 
-mod common;
-mod skip;
+use crate::common;
+use crate::skip;
 
 use common::ffi::{
     self, EVP_PKEY_CTX_gettable_params, EVP_PKEY_CTX_settable_params, EVP_SIGNATURE_get0_name,

@@ -84,7 +84,8 @@ pub fn module_path() -> PathBuf {
 /// this test binary. The tools are another package of the workspace, so cargo does not build
 /// them for this package's tests and gives no `CARGO_BIN_EXE_` path: `cargo test --workspace`
 /// (the default at the root) or `cargo build --release --workspace` builds them. Panics when
-/// the binary is missing or older than a source file of kae-tools or kae-counters (a stale
+/// the binary is missing or older than one of its own sources (`tools/src/press` for
+/// kae-press, `tools/src/stat` for kae-stat) or of kae-counters (a stale
 /// tool must not pass or fail a test in the current tree's name); this test does not run
 /// cargo itself, as the cargo running it may hold the build lock.
 pub fn tool_bin(name: &str) -> PathBuf {
@@ -120,7 +121,10 @@ pub fn tool_bin(name: &str) -> PathBuf {
         });
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut newer = Vec::new();
-    let mut dirs = vec![root.join("tools/src"), root.join("counters/src")];
+    // The tool's own sources (tools/src/press for kae-press) and the counters crate it uses;
+    // a change to the other tool does not make this one stale.
+    let own = root.join("tools/src").join(name.trim_start_matches("kae-"));
+    let mut dirs = vec![own, root.join("counters/src")];
     while let Some(d) = dirs.pop() {
         for e in fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();

@@ -102,8 +102,11 @@ pub fn note_mb_scalar(n: usize) {
     counters().values[idx::MB_SCALAR].fetch_add(n as u64, Ordering::Relaxed);
 }
 
-pub fn note_crt_fault() {
-    bump(idx::CRT_FAULTS);
+/// The fault check rejected `n` results (each recomputed without CRT).
+pub fn note_crt_faults(n: u32) {
+    if n > 0 {
+        counters().values[idx::CRT_FAULTS].fetch_add(u64::from(n), Ordering::Relaxed);
+    }
 }
 /// A queue reached `depth` requests.
 pub fn note_queue_depth(depth: usize) {

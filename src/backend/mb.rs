@@ -193,7 +193,7 @@ impl Backend for MbBackend {
 }
 
 /// What the kernel needs of a key, made at its first batch and kept with it
-/// (`backend::key_state`): both primes prepared (R² mod p and mod q, −p⁻¹ and −q⁻¹ mod 2^52)
+/// (`rsa::key_slot`): both primes prepared (R² mod p and mod q, −p⁻¹ and −q⁻¹ mod 2^52)
 /// and the CRT exponents in the size class's width. Secret: wiped when the key goes.
 struct KeyLanes {
     p: mb::Prepared,
@@ -245,7 +245,7 @@ fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Halves> {
         .as_ref()
         .ok_or(KaeError::MissingPrivateKey)?;
     let lanes = key.backend_state.get_or_make_valid(
-        BackendKind::MultiBuffer,
+        BackendKind::MultiBuffer.name(),
         |k: &KeyLanes| k.p.size() == size,
         || KeyLanes::make(engine, key, size),
     )?;

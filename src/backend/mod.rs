@@ -8,7 +8,6 @@
 pub mod cpu;
 pub mod gather;
 pub mod hpre;
-pub mod key_state;
 pub mod mb;
 pub mod registry;
 
@@ -136,7 +135,11 @@ pub trait Backend: Send + Sync {
 /// Computes one request on the calling thread with libcrypto's constant-time arithmetic.
 pub fn compute(req: &mut Request) {
     req.result = match req.kind {
-        OpKind::Private => crate::rsa::ops::private_op(&req.key, &req.input, &mut req.output),
+        OpKind::Private => {
+            let checked = crate::rsa::ops::private_op(&req.key, &req.input, &mut req.output);
+            crate::stats::note_crt_faults(checked.crt_faults);
+            checked.result
+        }
         OpKind::Public => crate::rsa::ops::public_op(&req.key, &req.input, &mut req.output),
         OpKind::PrivateBlinded => {
             crate::rsa::ops::exponentiate_blinded(&req.key, &req.input, &mut req.output)

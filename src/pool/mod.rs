@@ -652,7 +652,9 @@ fn offload(
     } else {
         stats::Path::Inline
     };
-    let r = crate::rsa::ops::finish_private(key, job, y, out);
+    let checked = crate::rsa::ops::finish_private(key, job, y, out);
+    stats::note_crt_faults(checked.crt_faults);
+    let r = checked.result;
     stats::record(kind, path, r.is_ok());
     r
 }
@@ -728,7 +730,11 @@ fn offload_async_jobs() -> bool {
 
 fn inline(kind: OpKind, key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     let r = match kind {
-        OpKind::Private => crate::rsa::ops::private_op(key, input, out),
+        OpKind::Private => {
+            let checked = crate::rsa::ops::private_op(key, input, out);
+            stats::note_crt_faults(checked.crt_faults);
+            checked.result
+        }
         OpKind::Public => crate::rsa::ops::public_op(key, input, out),
         // Counted once by `offload`, which finishes it.
         OpKind::PrivateBlinded => return crate::rsa::ops::exponentiate_blinded(key, input, out),

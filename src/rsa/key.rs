@@ -113,8 +113,8 @@ pub struct RsaKey {
     /// default context (keys made outside a provider instance, in unit tests).
     libctx: usize,
     /// What a backend attached to this key (an HPRE session, a lane layout): made at first
-    /// use, freed with the key, rebuilt in a forked child (`backend::key_state`).
-    pub backend_state: crate::backend::key_state::KeyState,
+    /// use, freed with the key, rebuilt in a forked child (`key_slot`).
+    pub backend_state: crate::rsa::key_slot::KeySlot,
 }
 
 impl RsaKey {

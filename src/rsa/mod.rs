@@ -3,6 +3,7 @@
 
 pub mod ct_limbs;
 pub mod key;
+pub mod key_slot;
 pub mod ops;
 pub mod padding;
 

@@ -351,7 +351,7 @@ impl HpreBackend {
         let s = key
             .backend_state
             .get_or_make_valid(
-                BackendKind::Hpre,
+                BackendKind::Hpre.name(),
                 |s: &KeySession| match s {
                     KeySession::Ready(s) => s.generation() == self.generation,
                     KeySession::CpuOnly(_) => true,

@@ -16,7 +16,7 @@
 //! `target/release/libkae_hpre_sim.so`; `KAE_HPRE_SIM_LIB` overrides the path).
 
 use kae::backend::hpre::backend as hpre;
-use kae::backend::hpre::settings::HpreConfig;
+use kae::settings::hpre::HpreConfig;
 use kae::backend::{OpKind, Request};
 use kae::ffi::bn::BigNum;
 use kae::pool::{run_blocking, Completer, Pool, Waiter, WaiterWake};

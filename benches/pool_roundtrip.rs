@@ -5,7 +5,8 @@
 use criterion::Criterion;
 use kae::backend::{OpKind, Request};
 use kae::ffi::bn::BigNum;
-use kae::pool::{run_blocking, Pool, PoolConfig};
+use kae::pool::{run_blocking, Pool};
+use kae::settings::OffloadConfig;
 use kae::rsa::{ops, KeyType};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,10 +24,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     let key =
         Arc::new(ops::generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap()).unwrap());
-    let cfg = PoolConfig {
+    let cfg = OffloadConfig {
         queues: 1,
         depth: 64,
-        ..PoolConfig::default()
+        ..OffloadConfig::default()
     };
     let pool = Pool::start_cpu(&cfg, echo).unwrap();
     let mut input = vec![7u8; key.size()];

@@ -24,6 +24,7 @@ pub mod pool;
 pub mod provider;
 pub mod rand;
 pub mod rsa;
+pub mod settings;
 pub mod signature;
 pub mod stats;
 

@@ -383,7 +383,7 @@ fn euid_check() {
 /// automatically). Also registers the exit-time summary and cleanup. Cheap; starts no thread.
 pub fn publish(backend: &str) {
     PUBLISHED_ONCE.call_once(|| {
-        if crate::provider::stats_disabled() {
+        if crate::settings::stats_disabled() {
             // SAFETY: at_exit is an extern "C" fn() of this module, which is linked -z nodelete, so
             // it is still mapped when the process exits.
             unsafe { libc::atexit(at_exit) };

@@ -451,7 +451,7 @@ fn fork_child() {
 /// kae's pool around the HPRE backend on the simulator, driven directly (the provider is not
 /// loaded): a 2048-bit key and an input below its modulus, for private requests.
 struct DirectPool {
-    cfg: kae::backend::hpre::settings::HpreConfig,
+    cfg: kae::settings::hpre::HpreConfig,
     key: std::sync::Arc<kae::rsa::RsaKey>,
     input: Vec<u8>,
 }
@@ -470,7 +470,7 @@ impl DirectPool {
         let mut input = vec![3u8; key.size()];
         input[0] = 0;
         DirectPool {
-            cfg: kae::backend::hpre::settings::HpreConfig {
+            cfg: kae::settings::hpre::HpreConfig {
                 wd_lib: lib.clone(),
                 crypto_lib: lib,
                 timeout_ms,

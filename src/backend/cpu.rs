@@ -155,7 +155,7 @@ fn stall_for_test() {
 impl Backend for CpuBackend {
     /// "cpu"; the multi-buffer backend, which runs batches on these workers, names itself.
     fn name(&self) -> &'static str {
-        super::registry::BackendKind::Cpu.name()
+        crate::settings::BackendKind::Cpu.name()
     }
 
     fn submit(&self, req: Request) -> Result<(), Request> {

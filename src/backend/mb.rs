@@ -17,11 +17,12 @@
 //! lone requests with nothing else in flight are computed inline by the caller.
 
 use super::gather::{BatchFn, Gather, Shape};
-use super::registry::BackendKind;
 use super::{Backend, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
 use crate::mb::{self, Engine, PreparedLane, Size};
 use crate::pool::Completer;
+use crate::settings::mb::MbConfig;
+use crate::settings::BackendKind;
 use crate::rsa::ct_limbs::{self, Limbs};
 use crate::rsa::RsaKey;
 use std::sync::Arc;
@@ -29,30 +30,6 @@ use zeroize::Zeroizing;
 
 /// Requests per kernel call: p and q halves side by side, 2 lanes each.
 const PER_CALL: usize = mb::LANES / 2;
-
-/// Settings of the multi-buffer backend.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MbConfig {
-    /// `multibuffer = no` turns the backend off (`backend = auto` then skips it).
-    pub enabled: bool,
-    /// `KAE_MB_ENGINE=portable`, read only by a test build (feature `test-knobs`): run the
-    /// kernel on the portable lanes (much slower than libcrypto; lets the batching be tested
-    /// on CPUs without IFMA).
-    pub portable: bool,
-    /// `KAE_MB_FAULT_LANE=k`, read only by a test build: corrupt lane k of every kernel call
-    /// (with the portable engine only), to test that the fault check catches a bad lane.
-    pub fault_lane: Option<usize>,
-}
-
-impl Default for MbConfig {
-    fn default() -> Self {
-        MbConfig {
-            enabled: true,
-            portable: false,
-            fault_lane: None,
-        }
-    }
-}
 
 /// The engine this configuration runs on here, or why the backend cannot run.
 pub fn usable_here(cfg: &MbConfig) -> Result<Engine, String> {
@@ -160,7 +137,7 @@ pub fn start(
 
 impl Backend for MbBackend {
     fn name(&self) -> &'static str {
-        super::registry::BackendKind::MultiBuffer.name()
+        BackendKind::MultiBuffer.name()
     }
     fn submit(&self, req: Request) -> Result<(), Request> {
         self.gather.submit(req)

@@ -32,75 +32,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
-pub use crate::backend::registry::{BackendChoice, BackendKind};
+use crate::settings::{AsyncMode, BackendKind, OffloadConfig};
 
-/// When private operations of ASYNC jobs go to the pool (`async` setting).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AsyncMode {
-    /// Offload when it can help: a hardware backend, or CPU workers with a CPU of their own
-    /// (the process may run on at least two CPUs).
-    Auto,
-    /// Always offload.
-    On,
-    /// Never: compute inline even inside jobs.
-    Off,
-}
-
-impl AsyncMode {
-    /// `auto`, or any yes/no spelling the other boolean settings accept.
-    pub fn parse(s: &str) -> Option<AsyncMode> {
-        if s.trim().eq_ignore_ascii_case("auto") {
-            return Some(AsyncMode::Auto);
-        }
-        crate::provider::parse_bool(s).map(|on| if on { AsyncMode::On } else { AsyncMode::Off })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            AsyncMode::Auto => "auto",
-            AsyncMode::On => "on",
-            AsyncMode::Off => "off",
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct PoolConfig {
-    pub backend: BackendChoice,
-    /// Number of queues (one worker each for the CPU backend).
-    pub queues: usize,
-    /// Requests each queue holds before submitters must wait.
-    pub depth: usize,
-    /// Whether private operations of ASYNC jobs go to the pool.
-    pub async_mode: AsyncMode,
-    /// Refuse to load when a backend named in `backend` cannot run here.
-    pub strict: bool,
-    /// Settings of the HPRE backend.
-    pub hpre: crate::backend::hpre::settings::HpreConfig,
-    /// Settings of the multi-buffer backend.
-    pub mb: crate::backend::mb::MbConfig,
-}
-
-impl Default for PoolConfig {
-    fn default() -> Self {
-        PoolConfig {
-            backend: BackendChoice::Auto,
-            queues: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2),
-            depth: 64,
-            async_mode: AsyncMode::Auto,
-            strict: false,
-            hpre: Default::default(),
-            mb: Default::default(),
-        }
-    }
-}
-
-static CONFIG: OnceLock<PoolConfig> = OnceLock::new();
+static CONFIG: OnceLock<OffloadConfig> = OnceLock::new();
 
 /// Sets the pool configuration (first provider instance wins; the pool is per process).
-pub fn configure(cfg: PoolConfig) {
+pub fn configure(cfg: OffloadConfig) {
     if CONFIG.set(cfg.clone()).is_err()
         && CONFIG.get().map(|c| format!("{c:?}")) != Some(format!("{cfg:?}"))
     {
@@ -112,7 +49,7 @@ pub fn configure(cfg: PoolConfig) {
     }
 }
 
-pub fn config() -> PoolConfig {
+pub fn config() -> OffloadConfig {
     CONFIG.get().cloned().unwrap_or_default()
 }
 
@@ -200,7 +137,7 @@ pub struct Pool {
 
 impl Pool {
     /// Starts a pool with the CPU backend computing with `compute`.
-    pub fn start_cpu(cfg: &PoolConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
+    pub fn start_cpu(cfg: &OffloadConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
         let completer = Arc::new(Completer::new());
         let backend = CpuBackend::start(cfg.queues, cfg.depth, completer.clone(), compute)?;
         Pool::start_with(Box::new(backend), completer)
@@ -473,7 +410,7 @@ fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
 
 /// Starts the pool on the selected backend; a backend other than the CPU that cannot start
 /// (library, init, threads) is reported once and replaced by CPU workers.
-fn start_selected(cfg: &PoolConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
+fn start_selected(cfg: &OffloadConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
     let completer = Arc::new(Completer::new());
     let (what, started): (&str, Result<Box<dyn Backend>, String>) = match selected_kind() {
         BackendKind::Cpu => return Pool::start_cpu(cfg, compute),
@@ -971,10 +908,10 @@ mod tests {
     #[test]
     fn the_first_request_of_a_batch_does_not_wait_for_the_others() {
         let _serial = serial();
-        let cfg = PoolConfig {
+        let cfg = OffloadConfig {
             queues: 1,
             depth: 16,
-            ..PoolConfig::default()
+            ..OffloadConfig::default()
         };
         // A first request keeps the worker busy (2 ms) while 8 more queue up behind it: the
         // worker then takes those 8 as one batch.
@@ -1018,10 +955,10 @@ mod tests {
     #[test]
     fn round_trip_through_pool() {
         let _serial = serial();
-        let cfg = PoolConfig {
+        let cfg = OffloadConfig {
             queues: 2,
             depth: 4,
-            ..PoolConfig::default()
+            ..OffloadConfig::default()
         };
         let pool = Pool::start_cpu(&cfg, echo).unwrap();
         let k = key();
@@ -1111,10 +1048,10 @@ mod tests {
     fn cpu_pool_has_no_poller_thread() {
         let _serial = serial();
         let pool = Pool::start_cpu(
-            &PoolConfig {
+            &OffloadConfig {
                 queues: 1,
                 depth: 4,
-                ..PoolConfig::default()
+                ..OffloadConfig::default()
             },
             echo,
         )
@@ -1129,10 +1066,10 @@ mod tests {
     #[test]
     fn real_rsa_through_pool_matches_inline() {
         let _serial = serial();
-        let cfg = PoolConfig {
+        let cfg = OffloadConfig {
             queues: 2,
             depth: 8,
-            ..PoolConfig::default()
+            ..OffloadConfig::default()
         };
         let pool = Pool::start_cpu(&cfg, backend::compute).unwrap();
         let k = key();
@@ -1146,10 +1083,10 @@ mod tests {
     #[test]
     fn depth_one_with_many_submitters_completes_everything() {
         let _serial = serial();
-        let cfg = PoolConfig {
+        let cfg = OffloadConfig {
             queues: 1,
             depth: 1,
-            ..PoolConfig::default()
+            ..OffloadConfig::default()
         };
         let pool = Pool::start_cpu(&cfg, slow_echo).unwrap();
         let k = key();
@@ -1175,10 +1112,10 @@ mod tests {
     #[test]
     fn shutdown_with_requests_in_flight_does_not_hang() {
         let _serial = serial();
-        let cfg = PoolConfig {
+        let cfg = OffloadConfig {
             queues: 1,
             depth: 64,
-            ..PoolConfig::default()
+            ..OffloadConfig::default()
         };
         let pool = Pool::start_cpu(&cfg, slow_echo).unwrap();
         let k = key();
@@ -1236,10 +1173,10 @@ mod tests {
     fn a_panicking_computation_fails_its_request_and_the_worker_carries_on() {
         let _serial = serial();
         // One worker, so the requests queued behind the panicking one depend on it surviving.
-        let cfg = PoolConfig {
+        let cfg = OffloadConfig {
             queues: 1,
             depth: 16,
-            ..PoolConfig::default()
+            ..OffloadConfig::default()
         };
         let pool = Pool::start_cpu(&cfg, echo_or_panic).unwrap();
         let k = key();
@@ -1337,10 +1274,10 @@ mod tests {
         let _serial = serial();
         let k = key();
         let pool = Pool::start_cpu(
-            &PoolConfig {
+            &OffloadConfig {
                 queues: 2,
                 depth: 8,
-                ..PoolConfig::default()
+                ..OffloadConfig::default()
             },
             echo,
         )
@@ -1372,10 +1309,10 @@ mod tests {
         let mut seen = [0usize; 3];
         for round in 0..30u64 {
             let pool = Pool::start_cpu(
-                &PoolConfig {
+                &OffloadConfig {
                     queues: 2,
                     depth: 2,
-                    ..PoolConfig::default()
+                    ..OffloadConfig::default()
                 },
                 echo,
             )
@@ -1658,10 +1595,10 @@ mod tests {
     #[test]
     fn idle_pool_threads_sleep() {
         let _serial = serial();
-        let cfg = PoolConfig {
+        let cfg = OffloadConfig {
             queues: 2,
             depth: 4,
-            ..PoolConfig::default()
+            ..OffloadConfig::default()
         };
         let pool = Pool::start_cpu(&cfg, echo).unwrap();
         let k = key();

@@ -16,14 +16,14 @@ use std::time::{Duration, Instant};
 /// Shortest spin before parking, µs (`KAE_SPIN_US`, default 10; 0 = park at once).
 fn min_spin_us() -> u64 {
     static SPIN: OnceLock<u64> = OnceLock::new();
-    *SPIN.get_or_init(|| crate::provider::spin_bounds().0)
+    *SPIN.get_or_init(|| crate::settings::spin_bounds().0)
 }
 
 /// Longest adaptive spin, µs (`KAE_SPIN_MAX_US`, default 300): gaps longer than this are idle
 /// time, not the hand-back of a single in-flight job. Both are checked at provider init.
 fn max_spin_us() -> u64 {
     static SPIN: OnceLock<u64> = OnceLock::new();
-    *SPIN.get_or_init(|| crate::provider::spin_bounds().1)
+    *SPIN.get_or_init(|| crate::settings::spin_bounds().1)
 }
 
 /// The minimum spin, for other waits on the pool's hot path.

@@ -12,9 +12,9 @@
 
 use super::abi::*;
 use super::session::{self, KeySession};
-use super::settings::{HpreConfig, SyncMode};
+use crate::settings::hpre::{HpreConfig, SyncMode};
 use super::uadk::{self, Uadk};
-use crate::backend::registry::BackendKind;
+use crate::settings::BackendKind;
 use crate::backend::{Backend, OpKind, Request, SyncPolicy};
 use crate::error::KaeError;
 use crate::rsa::RsaKey;

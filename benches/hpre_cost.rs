@@ -17,9 +17,10 @@
 
 use kae::backend::hpre::backend as hpre;
 use kae::settings::hpre::HpreConfig;
-use kae::backend::{OpKind, Request};
+use kae::completion::{OpKind, Request};
 use kae::ffi::bn::BigNum;
-use kae::pool::{run_blocking, Completer, Pool, Waiter, WaiterWake};
+use kae::completion::{Completer, Waiter, WaiterWake};
+use kae::pool::{run_blocking, Pool};
 use kae::rsa::{ops, KeyType, RsaKey};
 use std::path::PathBuf;
 use std::sync::Arc;

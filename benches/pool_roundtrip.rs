@@ -3,7 +3,7 @@
 //! (target p50 ≤ 5 µs), then a criterion measurement of the same loop.
 
 use criterion::Criterion;
-use kae::backend::{OpKind, Request};
+use kae::completion::{OpKind, Request};
 use kae::ffi::bn::BigNum;
 use kae::pool::{run_blocking, Pool};
 use kae::settings::OffloadConfig;

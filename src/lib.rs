@@ -10,6 +10,7 @@ extern crate openssl_sys;
 
 pub mod asym_cipher;
 pub mod backend;
+pub mod completion;
 pub mod core_version;
 pub mod encoder;
 pub mod env;

@@ -11,7 +11,7 @@
 //! processes that died without cleaning up are recognised by `kae-stat` (dead pid, or a live
 //! pid whose start time differs) and removed there.
 
-use crate::backend::OpKind;
+use crate::completion::OpKind;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd};

@@ -485,7 +485,7 @@ impl DirectPool {
         let backend = kae::backend::hpre::backend::start(&self.cfg).expect("start");
         kae::pool::Pool::start_with(
             Box::new(backend),
-            std::sync::Arc::new(kae::pool::Completer::new()),
+            std::sync::Arc::new(kae::completion::Completer::new()),
         )
         .unwrap()
     }
@@ -496,14 +496,14 @@ impl DirectPool {
         &self,
         pool: &kae::pool::Pool,
         n: usize,
-    ) -> Vec<(std::sync::Arc<kae::pool::Waiter>, bool)> {
-        use kae::pool::{Waiter, WaiterWake};
+    ) -> Vec<(std::sync::Arc<kae::completion::Waiter>, bool)> {
+        use kae::completion::{Waiter, WaiterWake};
         let me = std::thread::current();
         (0..n)
             .map(|_| {
                 let w = std::sync::Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone()))));
-                let req = kae::backend::Request::new(
-                    kae::backend::OpKind::PrivateBlinded,
+                let req = kae::completion::Request::new(
+                    kae::completion::OpKind::PrivateBlinded,
                     self.key.clone(),
                     &self.input,
                     w.clone(),
@@ -516,7 +516,7 @@ impl DirectPool {
 }
 
 /// Parks until every waiter is done or `STALL` passed; whether all are done.
-fn all_answered(waiters: &[(std::sync::Arc<kae::pool::Waiter>, bool)]) -> bool {
+fn all_answered(waiters: &[(std::sync::Arc<kae::completion::Waiter>, bool)]) -> bool {
     let t = std::time::Instant::now();
     while !waiters.iter().all(|(w, _)| w.is_done()) && t.elapsed() < STALL {
         std::thread::park_timeout(Duration::from_millis(5));

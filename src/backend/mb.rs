@@ -17,10 +17,10 @@
 //! lone requests with nothing else in flight are computed inline by the caller.
 
 use super::gather::{BatchFn, Gather, Shape};
-use super::{Backend, OpKind, Request};
+use super::Backend;
+use crate::completion::{Completer, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
 use crate::mb::{self, Engine, PreparedLane, Size};
-use crate::pool::Completer;
 use crate::settings::mb::MbConfig;
 use crate::settings::BackendKind;
 use crate::rsa::ct_limbs::{self, Limbs};

@@ -11,53 +11,8 @@ pub mod hpre;
 pub mod mb;
 pub mod registry;
 
-use crate::error::KaeResult;
-use crate::pool::Waiter;
+use crate::completion::{OpKind, Request};
 use crate::rsa::RsaKey;
-use std::sync::Arc;
-use zeroize::Zeroizing;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OpKind {
-    /// RSADP / RSASP1 with blinding, CRT and the fault check.
-    Private,
-    /// RSAEP / RSAVP1.
-    Public,
-    /// Only the exponentiation y = x^d mod n of an input the caller already blinded
-    /// (`rsa::ops::prepare_private`); the caller checks the result with e and unblinds it
-    /// (`finish_private`), so a backend's result is never released unchecked.
-    PrivateBlinded,
-}
-
-/// One RSA exponentiation in flight. The request owns its key reference and buffers until it
-/// completes, so nothing it touches can be freed under it (a paused job may be freed).
-pub struct Request {
-    pub kind: OpKind,
-    pub key: Arc<RsaKey>,
-    pub input: Zeroizing<Vec<u8>>,
-    pub output: Zeroizing<Vec<u8>>,
-    pub result: KaeResult<()>,
-    pub waiter: Arc<Waiter>,
-}
-
-impl Request {
-    pub fn new(kind: OpKind, key: Arc<RsaKey>, input: &[u8], waiter: Arc<Waiter>) -> Request {
-        let k = key.size();
-        Request {
-            kind,
-            key,
-            input: Zeroizing::new(input.to_vec()),
-            output: Zeroizing::new(vec![0u8; k]),
-            result: Err(crate::error::KaeError::OperationNotInitialized),
-            waiter,
-        }
-    }
-
-    /// Size class used to group requests for multi-buffer batches (same modulus size).
-    pub fn size_class(&self) -> usize {
-        self.key.bits()
-    }
-}
 
 /// How a backend serves operations outside async jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +86,23 @@ pub trait Backend: Send + Sync {
     /// the device library holds.
     fn after_poller_stopped(&self) {}
 }
+
+/// A backend's process-wide locks, taken before a fork like the router's own and released
+/// after it, so a child never inherits one held by a thread it does not have.
+pub struct ForkHooks {
+    /// Before fork: takes the locks.
+    pub prepare: fn(),
+    /// # Safety
+    /// In the parent after fork, on the thread that ran `prepare`.
+    pub parent: unsafe fn(),
+    /// # Safety
+    /// In the child right after fork, after `prepare`.
+    pub child: unsafe fn(),
+}
+
+/// The function CPU workers apply to each request (real RSA, or a stand-in in tests and
+/// benchmarks).
+pub type ComputeFn = fn(&mut Request);
 
 /// Computes one request on the calling thread with libcrypto's constant-time arithmetic.
 pub fn compute(req: &mut Request) {

@@ -1,11 +1,15 @@
 //! The one place that names kae's backends, says whether each can run here (and why not),
-//! and picks the one a configuration asks for.
+//! picks the one a configuration asks for, starts it, and lists the fork hooks of their
+//! process-wide locks.
 //!
 //! `backend = auto` takes the first usable backend in [`PREFERENCE`]: a hardware accelerator,
 //! then multi-buffer arithmetic, then plain CPU workers, which are always usable. A backend
 //! asked for by name that cannot run here falls back to the CPU, with its reason.
 
+use super::{Backend, ComputeFn, ForkHooks};
+use crate::completion::Completer;
 use crate::settings::{BackendChoice, BackendKind, OffloadConfig, PREFERENCE};
+use std::sync::Arc;
 
 /// Whether a backend can run in this process, and why not.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,6 +94,48 @@ pub fn select_with(
 pub fn select(cfg: &OffloadConfig) -> Selection {
     select_with(cfg.backend, |k| probe(k, cfg))
 }
+
+/// What a start-up warning calls the backend.
+pub const fn title(kind: BackendKind) -> &'static str {
+    match kind {
+        BackendKind::Hpre => "HPRE",
+        BackendKind::MultiBuffer => "multi-buffer",
+        BackendKind::Cpu => "CPU",
+    }
+}
+
+/// Starts CPU workers computing with `compute`, completing through `completer`.
+pub fn start_cpu(
+    cfg: &OffloadConfig,
+    completer: Arc<Completer>,
+    compute: ComputeFn,
+) -> std::io::Result<Box<dyn Backend>> {
+    let workers = super::cpu::WorkerPool::start(cfg.queues, cfg.depth, completer, compute)?;
+    Ok(Box::new(workers))
+}
+
+/// Starts the backend of `kind` (its library, device, threads), or says why it did not.
+pub fn start(
+    kind: BackendKind,
+    cfg: &OffloadConfig,
+    completer: Arc<Completer>,
+    compute: ComputeFn,
+) -> Result<Box<dyn Backend>, String> {
+    match kind {
+        BackendKind::Cpu => start_cpu(cfg, completer, compute).map_err(|e| e.to_string()),
+        BackendKind::Hpre => super::hpre::backend::start(&cfg.hpre).map(|b| Box::new(b) as _),
+        BackendKind::MultiBuffer => super::mb::start(cfg.queues, cfg.depth, &cfg.mb, completer)
+            .map(|b| Box::new(b) as _),
+    }
+}
+
+/// The backends' process-wide locks that a fork must find free: HPRE's session lifecycle
+/// lock.
+pub const FORK_HOOKS: [ForkHooks; 1] = [ForkHooks {
+    prepare: super::hpre::session::lock_for_fork,
+    parent: super::hpre::session::unlock_in_parent,
+    child: super::hpre::session::reset_in_child,
+}];
 
 #[cfg(test)]
 mod tests {

@@ -15,14 +15,8 @@
 //! began is refused (the caller computes inline); fork handlers keep the pool's locks free
 //! in a child; a panicking computation fails its request, not its worker.
 
-pub mod sleeper;
-pub mod waiter;
-
-pub use sleeper::Sleeper;
-pub use waiter::{Waiter, WaiterWake};
-
-use crate::backend::cpu::{ComputeFn, CpuBackend};
-use crate::backend::{self, Backend, OpKind, Request, SyncPolicy};
+use crate::backend::{self, registry, Backend, ComputeFn, SyncPolicy};
+use crate::completion::{Completer, OpKind, Request, Sleeper, Waiter, WaiterWake};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
 use crate::ffi::fork::ForkMutex;
@@ -53,73 +47,6 @@ pub fn config() -> OffloadConfig {
     CONFIG.get().cloned().unwrap_or_default()
 }
 
-/// Moves finished requests to their waiters, and lets jobs that met a full queue retry.
-/// Called by CPU workers directly, or by the poller thread for backends that must be polled.
-#[derive(Default)]
-pub struct Completer {
-    /// Waiters of jobs that found every queue full; woken when completions free slots.
-    slot_waiters: Mutex<Vec<Arc<Waiter>>>,
-}
-
-impl Completer {
-    pub fn new() -> Completer {
-        Completer::default()
-    }
-
-    /// Completes every request of `done` (draining it), then wakes the slot waiters.
-    pub fn complete_all(&self, done: &mut Vec<Request>) {
-        if done.is_empty() {
-            return;
-        }
-        let freed = done.len();
-        for r in done.drain(..) {
-            let Request {
-                result,
-                output,
-                waiter,
-                ..
-            } = r;
-            waiter.complete(result, output);
-        }
-        // One waiter per freed slot, oldest first: waking every waiter on each completion
-        // made most of them find the queue full again (a thundering herd of retries).
-        let woken: Vec<Arc<Waiter>> = {
-            let mut w = self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner());
-            let n = freed.min(w.len());
-            w.drain(..n).collect()
-        };
-        for w in woken {
-            w.wake();
-        }
-    }
-
-    /// Registers `w` to be woken when a slot frees (once: a waiter listed twice would take
-    /// two of the wake-ups meant for others).
-    fn wait_for_slot(&self, w: &Arc<Waiter>) {
-        let mut list = self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner());
-        if !list.iter().any(|x| Arc::ptr_eq(x, w)) {
-            list.push(w.clone());
-        }
-    }
-
-    /// Wakes every slot waiter (at shutdown: no slot will free any more).
-    fn wake_all_slot_waiters(&self) {
-        let all = std::mem::take(&mut *self.slot_waiters.lock().unwrap_or_else(|e| e.into_inner()));
-        for w in all {
-            w.wake();
-        }
-    }
-
-    /// Withdraws a registration whose submit succeeded: left in the list it would absorb a
-    /// wake-up (one per freed slot) that another waiter needs, and that waiter could stall.
-    fn cancel_slot_wait(&self, w: &Arc<Waiter>) {
-        self.slot_waiters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|x| !Arc::ptr_eq(x, w));
-    }
-}
-
 /// A running pool: one backend, its completer, and (for polled backends) the poller thread.
 pub struct Pool {
     backend: Box<dyn Backend>,
@@ -139,8 +66,8 @@ impl Pool {
     /// Starts a pool with the CPU backend computing with `compute`.
     pub fn start_cpu(cfg: &OffloadConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
         let completer = Arc::new(Completer::new());
-        let backend = CpuBackend::start(cfg.queues, cfg.depth, completer.clone(), compute)?;
-        Pool::start_with(Box::new(backend), completer)
+        let backend = registry::start_cpu(cfg, completer.clone(), compute)?;
+        Pool::start_with(backend, completer)
     }
 
     /// Starts a pool around a backend; a poller thread is started when the backend needs
@@ -290,13 +217,17 @@ extern "C" fn before_fork() {
     JOIN_LOCK.lock_for_fork();
     START_LOCK.lock_for_fork();
     CURRENT.lock_for_fork();
-    crate::backend::hpre::session::lock_for_fork();
+    for h in &registry::FORK_HOOKS {
+        (h.prepare)();
+    }
 }
 
 extern "C" fn after_fork_parent() {
     // SAFETY: this thread took them in `before_fork` and holds no guard.
     unsafe {
-        crate::backend::hpre::session::unlock_in_parent();
+        for h in registry::FORK_HOOKS.iter().rev() {
+            (h.parent)();
+        }
         CURRENT.unlock_in_parent();
         START_LOCK.unlock_in_parent();
         JOIN_LOCK.unlock_in_parent();
@@ -306,7 +237,9 @@ extern "C" fn after_fork_parent() {
 extern "C" fn after_fork_child() {
     // SAFETY: in the child right after fork; `before_fork` took them; no guard is alive.
     unsafe {
-        crate::backend::hpre::session::reset_in_child();
+        for h in registry::FORK_HOOKS.iter().rev() {
+            (h.child)();
+        }
         CURRENT.reset_in_child();
         START_LOCK.reset_in_child();
         JOIN_LOCK.reset_in_child();
@@ -411,32 +344,24 @@ fn current_with(compute: ComputeFn) -> Option<Arc<Pool>> {
 /// Starts the pool on the selected backend; a backend other than the CPU that cannot start
 /// (library, init, threads) is reported once and replaced by CPU workers.
 fn start_selected(cfg: &OffloadConfig, compute: ComputeFn) -> std::io::Result<Arc<Pool>> {
-    let completer = Arc::new(Completer::new());
-    let (what, started): (&str, Result<Box<dyn Backend>, String>) = match selected_kind() {
-        BackendKind::Cpu => return Pool::start_cpu(cfg, compute),
-        BackendKind::Hpre => (
-            "HPRE",
-            crate::backend::hpre::backend::start(&cfg.hpre).map(|b| Box::new(b) as _),
-        ),
-        BackendKind::MultiBuffer => (
-            "multi-buffer",
-            crate::backend::mb::start(cfg.queues, cfg.depth, &cfg.mb, completer.clone())
-                .map(|b| Box::new(b) as _),
-        ),
-    };
-    match started {
-        Ok(b) => Pool::start_with(b, completer),
-        Err(why) => {
-            stats::note_fallback();
-            crate::logging::warn_rate_limited(
-                "backend-start",
-                format_args!(
-                    "the {what} backend did not start ({why}); CPU workers take its place"
-                ),
-            );
-            Pool::start_cpu(cfg, compute)
+    let kind = selected_kind();
+    if kind != BackendKind::Cpu {
+        let completer = Arc::new(Completer::new());
+        match registry::start(kind, cfg, completer.clone(), compute) {
+            Ok(b) => return Pool::start_with(b, completer),
+            Err(why) => {
+                stats::note_fallback();
+                crate::logging::warn_rate_limited(
+                    "backend-start",
+                    format_args!(
+                        "the {} backend did not start ({why}); CPU workers take its place",
+                        registry::title(kind)
+                    ),
+                );
+            }
         }
     }
+    Pool::start_cpu(cfg, compute)
 }
 
 /// This process's pool, if it runs (a clone taken under the lock).
@@ -454,7 +379,7 @@ pub fn selected_kind() -> BackendKind {
     match *c {
         Some((p, kind)) if p == pid => kind,
         _ => {
-            let kind = crate::backend::registry::select(&config()).kind;
+            let kind = registry::select(&config()).kind;
             *c = Some((pid, kind));
             kind
         }

@@ -6,6 +6,7 @@ pub mod key;
 pub mod key_slot;
 pub mod ops;
 pub mod padding;
+mod validate;
 
 pub use key::{KeyType, PssRestrictions, RsaKey};
 

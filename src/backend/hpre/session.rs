@@ -43,7 +43,7 @@ pub(super) fn end_generation(generation: u64, uninit: impl FnOnce()) {
     }
 }
 
-/// Fork handlers for the lifecycle lock (called from the pool's).
+/// Fork handlers for the lifecycle lock (`registry::FORK_HOOKS`).
 pub(crate) fn lock_for_fork() {
     LIVE.lock_for_fork();
 }

@@ -5,9 +5,9 @@
 use criterion::Criterion;
 use kae::completion::{OpKind, Request};
 use kae::ffi::bn::BigNum;
-use kae::pool::{run_blocking, Pool};
-use kae::settings::OffloadConfig;
+use kae::offload::{run_blocking, Offloader};
 use kae::rsa::{ops, KeyType};
+use kae::settings::OffloadConfig;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,7 @@ fn main() {
         depth: 64,
         ..OffloadConfig::default()
     };
-    let pool = Pool::start_cpu(&cfg, echo).unwrap();
+    let pool = Offloader::start_cpu(&cfg, echo).unwrap();
     let mut input = vec![7u8; key.size()];
     input[0] = 0;
     let mut out = vec![0u8; key.size()];

@@ -54,7 +54,7 @@ fn bump(i: usize) {
 pub enum Path {
     /// On the caller's thread.
     Inline,
-    /// Through the queue pool (async offload).
+    /// Through a backend (offloaded).
     Offload,
 }
 
@@ -63,11 +63,13 @@ pub fn record(kind: OpKind, path: Path, ok: bool) {
         euid_check();
     }
     bump(match (ok, kind, path) {
-        (false, OpKind::Private | OpKind::PrivateBlinded, _) => idx::PRIVATE_ERRORS,
+        (false, OpKind::Private | OpKind::ExponentiateBlinded, _) => idx::PRIVATE_ERRORS,
         (false, OpKind::Public, _) => idx::PUBLIC_ERRORS,
-        (true, OpKind::Private | OpKind::PrivateBlinded, Path::Inline) => idx::PRIVATE_INLINE,
+        (true, OpKind::Private | OpKind::ExponentiateBlinded, Path::Inline) => idx::PRIVATE_INLINE,
         (true, OpKind::Public, Path::Inline) => idx::PUBLIC_INLINE,
-        (true, OpKind::Private | OpKind::PrivateBlinded, Path::Offload) => idx::PRIVATE_OFFLOADED,
+        (true, OpKind::Private | OpKind::ExponentiateBlinded, Path::Offload) => {
+            idx::PRIVATE_OFFLOADED
+        }
         (true, OpKind::Public, Path::Offload) => idx::PUBLIC_OFFLOADED,
     });
 }

@@ -481,9 +481,9 @@ impl DirectPool {
         }
     }
 
-    fn start(&self) -> std::sync::Arc<kae::pool::Pool> {
+    fn start(&self) -> std::sync::Arc<kae::offload::Offloader> {
         let backend = kae::backend::hpre::backend::start(&self.cfg).expect("start");
-        kae::pool::Pool::start_with(
+        kae::offload::Offloader::start_with(
             Box::new(backend),
             std::sync::Arc::new(kae::completion::Completer::new()),
         )
@@ -494,7 +494,7 @@ impl DirectPool {
     /// pool took it.
     fn submit(
         &self,
-        pool: &kae::pool::Pool,
+        pool: &kae::offload::Offloader,
         n: usize,
     ) -> Vec<(std::sync::Arc<kae::completion::Waiter>, bool)> {
         use kae::completion::{Waiter, WaiterWake};
@@ -503,7 +503,7 @@ impl DirectPool {
             .map(|_| {
                 let w = std::sync::Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone()))));
                 let req = kae::completion::Request::new(
-                    kae::completion::OpKind::PrivateBlinded,
+                    kae::completion::OpKind::ExponentiateBlinded,
                     self.key.clone(),
                     &self.input,
                     w.clone(),

@@ -1,7 +1,7 @@
-//! CPU backend: the worker pool, a set of bounded queues with one worker thread per queue. A worker takes up to
-//! `BATCH` queued requests at once, computes them, and hands each to the pool's `Completer` as
-//! soon as it is done (no head-of-line wait for the rest of the batch): the worker already
-//! runs when the result exists, so a poller thread would only add a thread hop.
+//! CPU backend: the worker pool, bounded queues with one worker thread per queue. A worker
+//! takes up to `BATCH` queued requests at once, computes them, and hands each to the
+//! `Completer` as soon as it is done (no head-of-line wait for the rest of the batch): the
+//! worker already runs when the result exists, so a poller thread would only add a hop.
 
 use super::{Backend, ComputeFn};
 use crate::completion::{Completer, Request, Sleeper};

@@ -3,7 +3,7 @@
 //! by `mb::mod_exp` (AVX-512 IFMA).
 //!
 //! Request flow: the caller blinds (`rsa::ops::prepare_private`) and submits a
-//! `PrivateBlinded` request to the gatherer (`gather.rs`). The submit that completes a full
+//! `ExponentiateBlinded` request to the gatherer (`gather.rs`). The submit that completes a full
 //! kernel call of its size class ([`PER_CALL`] requests: p and q halves of each side by side)
 //! computes it on its own thread; what never fills is taken by the gatherer's flusher, an
 //! ordinary-priority thread, within a bounded delay. A batch reduces each blinded input mod p
@@ -21,10 +21,10 @@ use super::Backend;
 use crate::completion::{Completer, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
 use crate::mb::{self, Engine, PreparedLane, Size};
-use crate::settings::mb::MbConfig;
-use crate::settings::BackendKind;
 use crate::rsa::ct_limbs::{self, Limbs};
 use crate::rsa::RsaKey;
+use crate::settings::mb::MbConfig;
+use crate::settings::BackendKind;
 use std::sync::Arc;
 use zeroize::Zeroizing;
 
@@ -158,7 +158,8 @@ impl Backend for MbBackend {
     /// Private operations of keys with a lane size, unless they come alone; public ones stay
     /// with the caller (e is small: a batch would only add a wait).
     fn takes(&self, key: &RsaKey, kind: OpKind) -> bool {
-        let ok = kind == OpKind::PrivateBlinded && lane_size(key).is_some() && self.gather.wants();
+        let ok =
+            kind == OpKind::ExponentiateBlinded && lane_size(key).is_some() && self.gather.wants();
         if !ok && kind != OpKind::Public {
             crate::stats::note_mb_scalar(1);
         }
@@ -262,7 +263,7 @@ impl Batcher {
         let mut scalar: Vec<usize> = Vec::new();
         for (i, r) in batch.iter().enumerate() {
             match (r.kind, lane_size(&r.key)) {
-                (OpKind::PrivateBlinded, Some(size)) => {
+                (OpKind::ExponentiateBlinded, Some(size)) => {
                     match groups.iter_mut().find(|(s, _)| *s == size) {
                         Some((_, v)) => v.push(i),
                         None => groups.push((size, vec![i])),

@@ -2,8 +2,8 @@
 //!
 //! A `Backend` takes `Request`s (`submit`) and produces completions. The CPU backend
 //! (`cpu.rs`) drains its queues on worker threads and hands each finished request to the
-//! pool's `Completer`; a hardware backend (HPRE, later) reports `needs_polling` and the pool's
-//! poller thread fetches its completions with `poll` and hands them to the same `Completer`.
+//! `Completer`; a hardware backend (HPRE) reports `needs_polling` and the offloader's poller
+//! thread fetches its completions with `poll` and hands them to the same `Completer`.
 
 pub mod cpu;
 pub mod gather;
@@ -44,9 +44,9 @@ pub trait Backend: Send + Sync {
     fn awaits_late_completions(&self) -> bool {
         false
     }
-    /// True when completions must be fetched with `poll` by the pool's poller thread
-    /// (hardware queues); false when the backend hands finished requests to the pool's
-    /// `Completer` itself (CPU workers).
+    /// True when completions must be fetched with `poll` by the offloader's poller thread
+    /// (hardware queues); false when the backend hands finished requests to the `Completer`
+    /// itself (CPU workers).
     fn needs_polling(&self) -> bool {
         false
     }
@@ -62,7 +62,7 @@ pub trait Backend: Send + Sync {
     fn takes(&self, _key: &RsaKey, _kind: OpKind) -> bool {
         true
     }
-    /// True when private operations must reach this backend blinded (`PrivateBlinded`), with
+    /// True when private operations must reach this backend blinded (`ExponentiateBlinded`), with
     /// the fault check and unblinding done by the caller on the CPU; false when the backend
     /// runs the whole private operation with the CPU code (`Private`).
     fn blinds_on_caller(&self) -> bool {
@@ -113,7 +113,7 @@ pub fn compute(req: &mut Request) {
             checked.result
         }
         OpKind::Public => crate::rsa::ops::public_op(&req.key, &req.input, &mut req.output),
-        OpKind::PrivateBlinded => {
+        OpKind::ExponentiateBlinded => {
             crate::rsa::ops::exponentiate_blinded(&req.key, &req.input, &mut req.output)
         }
     };

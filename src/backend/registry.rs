@@ -124,8 +124,9 @@ pub fn start(
     match kind {
         BackendKind::Cpu => start_cpu(cfg, completer, compute).map_err(|e| e.to_string()),
         BackendKind::Hpre => super::hpre::backend::start(&cfg.hpre).map(|b| Box::new(b) as _),
-        BackendKind::MultiBuffer => super::mb::start(cfg.queues, cfg.depth, &cfg.mb, completer)
-            .map(|b| Box::new(b) as _),
+        BackendKind::MultiBuffer => {
+            super::mb::start(cfg.queues, cfg.depth, &cfg.mb, completer).map(|b| Box::new(b) as _)
+        }
     }
 }
 

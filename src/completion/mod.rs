@@ -23,7 +23,7 @@ pub enum OpKind {
     /// Only the exponentiation y = x^d mod n of an input the caller already blinded
     /// (`rsa::ops::prepare_private`); the caller checks the result with e and unblinds it
     /// (`finish_private`), so a backend's result is never released unchecked.
-    PrivateBlinded,
+    ExponentiateBlinded,
 }
 
 /// One RSA exponentiation in flight. The request owns its key reference and buffers until it

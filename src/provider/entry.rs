@@ -32,7 +32,7 @@ unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
         crate::stats::log_summary_once();
         if let Some(prov) = removed {
             INSTANCES.lock().unwrap_or_else(|e| e.into_inner())[prov.slot] = None;
-            crate::pool::remove_user();
+            crate::offload::remove_user();
             prov.release_contexts();
         }
         Ok(())
@@ -105,7 +105,11 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 return Err(crate::ffi::core::Failure::with(KaeError::InvalidParam, why));
             }
             let selection = crate::backend::registry::select(&config.offload);
-            if let Some(why) = selection.fallback.as_ref().filter(|_| config.offload.strict) {
+            if let Some(why) = selection
+                .fallback
+                .as_ref()
+                .filter(|_| config.offload.strict)
+            {
                 let text = format!(
                     "backend = {} and strict = yes, but {why}",
                     config.offload.backend.name()
@@ -138,7 +142,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 );
             }
             // The pool itself starts lazily on first use (no thread is created here).
-            crate::pool::configure(config.offload.clone());
+            crate::offload::configure(config.offload.clone());
             let slot = free_slot().ok_or_else(|| {
                 crate::ffi::core::Failure::with(
                     KaeError::Internal,
@@ -241,7 +245,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 .write()
                 .map_err(|_| KaeError::Internal)?
                 .push((id, ctx));
-            crate::pool::add_user();
+            crate::offload::add_user();
             // Only a process where kae is really loaded shows up in kae-stat.
             crate::stats::publish(selection.kind.name());
             Ok(1)

@@ -145,9 +145,7 @@ mod tests {
         let me = std::process::id();
         // State "made by the parent" (another pid), then used in this process.
         let parent = ks
-            .get_or_make_in(me.wrapping_add(1), "hpre", || {
-                Ok(Probe(&DROPPED))
-            })
+            .get_or_make_in(me.wrapping_add(1), "hpre", || Ok(Probe(&DROPPED)))
             .unwrap();
         drop(parent);
         let child = ks

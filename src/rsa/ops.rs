@@ -167,7 +167,7 @@ pub fn exponentiate_cpu(key: &RsaKey, job: &PrivateJob) -> KaeResult<Limbs> {
 }
 
 /// Step 2 on the CPU for an input blinded on another thread (a request of
-/// `OpKind::PrivateBlinded`): `xb` and `out` are big-endian of the modulus size.
+/// `OpKind::ExponentiateBlinded`): `xb` and `out` are big-endian of the modulus size.
 pub fn exponentiate_blinded(key: &RsaKey, xb: &[u8], out: &mut [u8]) -> KaeResult<()> {
     if xb.len() != key.size() || out.len() != key.size() {
         return Err(KaeError::BufferTooSmall);

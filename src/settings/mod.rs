@@ -96,7 +96,7 @@ impl BackendChoice {
     }
 }
 
-/// When private operations of ASYNC jobs go to the pool (`async` setting).
+/// When private operations of ASYNC jobs go to the backend (`async` setting).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AsyncMode {
     /// Offload when it can help: a hardware backend, or CPU workers with a CPU of their own
@@ -133,7 +133,7 @@ pub struct OffloadConfig {
     pub queues: usize,
     /// Requests each queue holds before submitters must wait.
     pub depth: usize,
-    /// Whether private operations of ASYNC jobs go to the pool.
+    /// Whether private operations of ASYNC jobs go to the backend.
     pub async_mode: AsyncMode,
     /// Refuse to load when a backend named in `backend` cannot run here.
     pub strict: bool,
@@ -185,8 +185,8 @@ pub fn spin_values(min: Option<u64>, max: Option<u64>) -> (u64, u64) {
     (min.unwrap_or(10), max.unwrap_or(300))
 }
 
-/// The pool's spin bounds (µs) from `KAE_SPIN_US` / `KAE_SPIN_MAX_US` (checked at init; an
-/// unusable value there refused the load, so the defaults here are only a safety net).
+/// The worker threads' spin bounds (µs) from `KAE_SPIN_US` / `KAE_SPIN_MAX_US` (checked at
+/// init; an unusable value there refused the load, so the defaults here are only a safety net).
 pub fn spin_bounds() -> (u64, u64) {
     let read = |n: &str| crate::env::var(n).and_then(|v| whole_number(&v, 0..=SPIN_LIMIT_US));
     let (min, max) = spin_values(read("KAE_SPIN_US"), read("KAE_SPIN_MAX_US"));

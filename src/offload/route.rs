@@ -17,8 +17,8 @@ use crate::stats;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// RSADP/RSASP1 for the operations: offloaded through the offloader inside an ASYNC job, inline on
-/// the caller's thread otherwise.
+/// RSADP/RSASP1 as the operations ask for it, the router's entry: offloaded inside an ASYNC
+/// job, else on the caller's thread (where `rsa::ops::private_op`, the arithmetic, runs).
 pub fn private_op(key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     run(OpKind::Private, key, input, out)
 }

@@ -16,11 +16,12 @@
 //! `target/release/libkae_hpre_sim.so`; `KAE_HPRE_SIM_LIB` overrides the path).
 
 use kae::backend::hpre::backend as hpre;
-use kae::backend::hpre::settings::HpreConfig;
-use kae::backend::{OpKind, Request};
+use kae::completion::{Completer, Waiter, WaiterWake};
+use kae::completion::{OpKind, Request};
 use kae::ffi::bn::BigNum;
-use kae::pool::{run_blocking, Completer, Pool, Waiter, WaiterWake};
+use kae::offload::{run_blocking, Offloader};
 use kae::rsa::{ops, KeyType, RsaKey};
+use kae::settings::hpre::HpreConfig;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,7 +70,7 @@ fn own_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn start(latency_us: u64) -> Arc<Pool> {
+fn start(latency_us: u64) -> Arc<Offloader> {
     std::env::set_var("KAE_SIM", "1");
     std::env::set_var("KAE_SIM_COMPUTE", "0");
     // An instantaneous device (no simulator thread between submit and completion).
@@ -87,7 +88,7 @@ fn start(latency_us: u64) -> Arc<Pool> {
         ..HpreConfig::default()
     };
     let b = hpre::start(&cfg).expect("the simulator starts");
-    Pool::start_with(Box::new(b), Arc::new(Completer::new())).unwrap()
+    Offloader::start_with(Box::new(b), Arc::new(Completer::new())).unwrap()
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -96,7 +97,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 /// Keeps `depth` requests in flight from this thread for `dur`; returns operations done.
 fn keep_in_flight(
-    pool: &Pool,
+    pool: &Offloader,
     key: &Arc<RsaKey>,
     input: &[u8],
     depth: usize,
@@ -104,7 +105,7 @@ fn keep_in_flight(
 ) -> u64 {
     let me = std::thread::current();
     let submit = |w: &Arc<Waiter>| {
-        let mut req = Request::new(OpKind::PrivateBlinded, key.clone(), input, w.clone());
+        let mut req = Request::new(OpKind::ExponentiateBlinded, key.clone(), input, w.clone());
         loop {
             match pool.submit(req) {
                 Ok(()) => return,
@@ -152,7 +153,7 @@ fn main() {
     // 1. One at a time, zero latency.
     let pool = start(0);
     for _ in 0..2000 {
-        run_blocking(&pool, OpKind::PrivateBlinded, &key, &input, &mut out).unwrap();
+        run_blocking(&pool, OpKind::ExponentiateBlinded, &key, &input, &mut out).unwrap();
     }
     assert_eq!(out, input, "the simulator echoes in no-arithmetic mode");
     let rounds = 50_000;
@@ -160,7 +161,7 @@ fn main() {
     let mut lat = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let t = Instant::now();
-        run_blocking(&pool, OpKind::PrivateBlinded, &key, &input, &mut out).unwrap();
+        run_blocking(&pool, OpKind::ExponentiateBlinded, &key, &input, &mut out).unwrap();
         lat.push(t.elapsed());
     }
     let cpu = (own_cpu_ns() - app0 + thread_cpu_ns("kae-poller") - poll0) as f64 / rounds as f64;

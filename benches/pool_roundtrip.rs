@@ -3,10 +3,11 @@
 //! (target p50 ≤ 5 µs), then a criterion measurement of the same loop.
 
 use criterion::Criterion;
-use kae::backend::{OpKind, Request};
+use kae::completion::{OpKind, Request};
 use kae::ffi::bn::BigNum;
-use kae::pool::{run_blocking, Pool, PoolConfig};
+use kae::offload::{run_blocking, Offloader};
 use kae::rsa::{ops, KeyType};
+use kae::settings::OffloadConfig;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,12 +24,12 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     let key =
         Arc::new(ops::generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap()).unwrap());
-    let cfg = PoolConfig {
+    let cfg = OffloadConfig {
         queues: 1,
         depth: 64,
-        ..PoolConfig::default()
+        ..OffloadConfig::default()
     };
-    let pool = Pool::start_cpu(&cfg, echo).unwrap();
+    let pool = Offloader::start_cpu(&cfg, echo).unwrap();
     let mut input = vec![7u8; key.size()];
     input[0] = 0;
     let mut out = vec![0u8; key.size()];

@@ -117,7 +117,7 @@ fn setup_encrypt(key: &RsaKey, em: &[u8]) -> KaeResult<Vec<u8>> {
 /// derived from secrets; marking it states the intent and covers non-CRT paths alike).
 fn decrypt_block(key: &RsaKey, c: &[u8]) -> KaeResult<Vec<u8>> {
     let mut em = vec![0u8; key.size()];
-    ops::private_op(key, c, &mut em)?;
+    ops::private_op(key, c, &mut em).result?;
     mark_secret(&em);
     Ok(em)
 }
@@ -128,7 +128,7 @@ fn decrypt_block(key: &RsaKey, c: &[u8]) -> KaeResult<Vec<u8>> {
 fn op_sign_pkcs1(cx: &Ctx, digest: &[u8], sig: &mut [u8]) -> KaeResult<()> {
     let mut em = vec![0u8; cx.key.size()];
     pkcs1::encode_signature(DigestId::Sha256, digest, &mut em)?;
-    ops::private_op(&cx.key, &em, sig)?;
+    ops::private_op(&cx.key, &em, sig).result?;
     mark_public(sig); // the signature is the public output
     Ok(())
 }
@@ -145,7 +145,7 @@ fn op_sign_pss(cx: &Ctx, digest: &[u8], sig: &mut [u8]) -> KaeResult<()> {
         &cx.rng,
         &mut em,
     )?;
-    ops::private_op(&cx.key, &em, sig)?;
+    ops::private_op(&cx.key, &em, sig).result?;
     mark_public(sig);
     Ok(())
 }
@@ -154,7 +154,7 @@ fn op_sign_pss(cx: &Ctx, digest: &[u8], sig: &mut [u8]) -> KaeResult<()> {
 fn op_sign_x931(cx: &Ctx, digest: &[u8], sig: &mut [u8]) -> KaeResult<()> {
     let mut em = vec![0u8; cx.key.size()];
     x931::encode_signature(DigestId::Sha256, digest, &mut em)?;
-    ops::private_op(&cx.key, &em, sig)?;
+    ops::private_op(&cx.key, &em, sig).result?;
     // X9.31's min(s, n - s) (signature.rs) works on the public signature.
     mark_public(sig);
     Ok(())

@@ -28,8 +28,8 @@ miri (cargo +nightly miri test --lib, target dir target/miri): the tests that ne
   libcrypto: rsa::padding::pure_tests (PKCS#1 type 1/2, implicit rejection, TLS
   premaster, OAEP, PSS, X9.31, DigestInfo, MGF1/HMAC over a plain-Rust SHA-256),
   rsa::padding::ct, the table checks of rsa::padding::digests, the sleeper's spin policy
-  and a CPU pool's start/shutdown (pool::tests::cpu_pool_has_no_poller_thread). The other
-  pool tests build an RsaKey through libcrypto and cannot run under miri.
+  and CPU workers' start/shutdown (offload::offloader::tests::cpu_pool_has_no_poller_thread).
+  The other offload tests build an RsaKey through libcrypto and cannot run under miri.
 EOF
 }
 
@@ -103,16 +103,16 @@ fi
 
 if [[ $MIRI == 1 ]]; then
     # Only tests that never reach libcrypto (miri stops the whole run at the first foreign
-    # call). pool::sleeper's average_gap test is left out: it times real waits, and miri's
+    # call). completion::sleeper's average_gap test is left out: it times real waits, and miri's
     # clock advances with every interpreted instruction.
-    run_timed "miri (pure padding, pool)" cargo +nightly miri test --lib -- \
+    run_timed "miri (pure padding, offload)" cargo +nightly miri test --lib -- \
         rsa::padding::pure_tests rsa::padding::ct:: \
         rsa::padding::digests::tests::names_and_aliases \
         rsa::padding::digests::tests::block_lengths \
         rsa::padding::digests::tests::x931_ids \
         rsa::padding::digests::tests::digest_info_prefixes_are_well_formed \
-        pool::sleeper::tests::spin_follows_short_gaps_and_stops_for_idle_ones \
-        pool::tests::cpu_pool_has_no_poller_thread
+        completion::sleeper::tests::spin_follows_short_gaps_and_stops_for_idle_ones \
+        offload::offloader::tests::cpu_pool_has_no_poller_thread
 fi
 
 echo

@@ -225,7 +225,7 @@ impl CipherCtx {
             }
             _ => return Err(KaeError::InvalidPaddingMode.into()),
         }
-        crate::pool::public_op(&key, &em, out)?;
+        crate::offload::public_op(&key, &em, out)?;
         Ok(())
     }
 
@@ -264,7 +264,7 @@ impl CipherCtx {
         let mut c = vec![0u8; k];
         c[k - ct.len()..].copy_from_slice(ct);
         let mut em = Zeroizing::new(vec![0u8; k]);
-        crate::pool::private_op(&key, &c, &mut em)?;
+        crate::offload::private_op(&key, &c, &mut em)?;
         let mut out = Zeroizing::new(vec![0u8; self.max_output()?]);
         let len = match self.pad {
             PadMode::Pkcs1Tls if self.client_version != 0 => {

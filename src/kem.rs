@@ -112,7 +112,7 @@ impl KemCtx {
         let mut z = BigNum::new_secret()?;
         arith::add(&mut z, &r, &BigNum::from_u64(2)?)?;
         z.write_be_padded(secret)?;
-        crate::pool::public_op(key, secret, ct)?;
+        crate::offload::public_op(key, secret, ct)?;
         Ok(())
     }
 
@@ -139,7 +139,7 @@ impl KemCtx {
         if c.cmp_vartime(n) != Ordering::Less {
             return Err(KaeError::DataTooLargeForModulus.into());
         }
-        crate::pool::private_op(key, ct, out)?;
+        crate::offload::private_op(key, ct, out)?;
         Ok(())
     }
 }

@@ -3,13 +3,16 @@
 //! Layout (see ARCHITECTURE.md): `ffi` is the only module with raw OpenSSL pointers;
 //! `provider`, `keymgmt`, `signature`, `asym_cipher`, `kem` are the dispatch-table modules (thin
 //! `extern "C"` shims over safe code); `rsa` holds the key object, arithmetic and padding;
-//! `backend` is the seam to the CPU / hardware executors.
+//! `offload` is the router that sends each operation to a backend or computes it inline;
+//! `backend` is the seam to the CPU / hardware executors, reached through `completion`'s
+//! requests; `settings` holds the configuration types every layer reads.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 extern crate openssl_sys;
 
 pub mod asym_cipher;
 pub mod backend;
+pub mod completion;
 pub mod core_version;
 pub mod encoder;
 pub mod env;
@@ -20,10 +23,11 @@ pub mod keymgmt;
 pub mod logging;
 pub mod mb;
 pub mod names;
-pub mod pool;
+pub mod offload;
 pub mod provider;
 pub mod rand;
 pub mod rsa;
+pub mod settings;
 pub mod signature;
 pub mod stats;
 

@@ -328,7 +328,7 @@ impl SigCtx {
             PadMode::Oaep | PadMode::Pkcs1Tls => return Err(KaeError::InvalidPaddingMode.into()),
         }
         let key_ref = self.key.clone().ok_or(KaeError::MissingKey)?;
-        crate::pool::private_op(&key_ref, &em, sig)?;
+        crate::offload::private_op(&key_ref, &em, sig)?;
         if self.pad == PadMode::X931 {
             x931_min(key, sig)?;
         }
@@ -346,7 +346,7 @@ impl SigCtx {
             ));
         }
         let key_ref = self.key.clone().ok_or(KaeError::MissingKey)?;
-        crate::pool::public_op(&key_ref, sig, em)?;
+        crate::offload::public_op(&key_ref, sig, em)?;
         if self.pad == PadMode::X931 && em[k - 1] & 0x0f != 0x0c {
             // X9.31 signatures are min(s, n - s): the representative ends in 0xC either way.
             let v = BigNum::from_be_bytes(em, false)?;

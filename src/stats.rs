@@ -11,7 +11,7 @@
 //! processes that died without cleaning up are recognised by `kae-stat` (dead pid, or a live
 //! pid whose start time differs) and removed there.
 
-use crate::backend::OpKind;
+use crate::completion::OpKind;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd};
@@ -54,7 +54,7 @@ fn bump(i: usize) {
 pub enum Path {
     /// On the caller's thread.
     Inline,
-    /// Through the queue pool (async offload).
+    /// Through a backend (offloaded).
     Offload,
 }
 
@@ -63,11 +63,13 @@ pub fn record(kind: OpKind, path: Path, ok: bool) {
         euid_check();
     }
     bump(match (ok, kind, path) {
-        (false, OpKind::Private | OpKind::PrivateBlinded, _) => idx::PRIVATE_ERRORS,
+        (false, OpKind::Private | OpKind::ExponentiateBlinded, _) => idx::PRIVATE_ERRORS,
         (false, OpKind::Public, _) => idx::PUBLIC_ERRORS,
-        (true, OpKind::Private | OpKind::PrivateBlinded, Path::Inline) => idx::PRIVATE_INLINE,
+        (true, OpKind::Private | OpKind::ExponentiateBlinded, Path::Inline) => idx::PRIVATE_INLINE,
         (true, OpKind::Public, Path::Inline) => idx::PUBLIC_INLINE,
-        (true, OpKind::Private | OpKind::PrivateBlinded, Path::Offload) => idx::PRIVATE_OFFLOADED,
+        (true, OpKind::Private | OpKind::ExponentiateBlinded, Path::Offload) => {
+            idx::PRIVATE_OFFLOADED
+        }
         (true, OpKind::Public, Path::Offload) => idx::PUBLIC_OFFLOADED,
     });
 }
@@ -102,8 +104,11 @@ pub fn note_mb_scalar(n: usize) {
     counters().values[idx::MB_SCALAR].fetch_add(n as u64, Ordering::Relaxed);
 }
 
-pub fn note_crt_fault() {
-    bump(idx::CRT_FAULTS);
+/// The fault check rejected `n` results (each recomputed without CRT).
+pub fn note_crt_faults(n: u32) {
+    if n > 0 {
+        counters().values[idx::CRT_FAULTS].fetch_add(u64::from(n), Ordering::Relaxed);
+    }
 }
 /// A queue reached `depth` requests.
 pub fn note_queue_depth(depth: usize) {
@@ -380,7 +385,7 @@ fn euid_check() {
 /// automatically). Also registers the exit-time summary and cleanup. Cheap; starts no thread.
 pub fn publish(backend: &str) {
     PUBLISHED_ONCE.call_once(|| {
-        if crate::provider::stats_disabled() {
+        if crate::settings::stats_disabled() {
             // SAFETY: at_exit is an extern "C" fn() of this module, which is linked -z nodelete, so
             // it is still mapped when the process exits.
             unsafe { libc::atexit(at_exit) };

@@ -21,13 +21,13 @@ fn forked_child_makes_its_own_blinding_pair() {
     let key = generate(KeyType::Rsa, 1024, &BigNum::from_u64(65537).unwrap()).unwrap();
     let m = message(key.size());
     let mut sig = vec![0u8; key.size()];
-    private_op(&key, &m, &mut sig).unwrap();
+    private_op(&key, &m, &mut sig).result.unwrap();
     assert_eq!(
         key.blinding_pairs_made(),
         1,
         "the first operation makes a pair"
     );
-    private_op(&key, &m, &mut sig).unwrap();
+    private_op(&key, &m, &mut sig).result.unwrap();
     assert_eq!(
         key.blinding_pairs_made(),
         1,
@@ -43,7 +43,7 @@ fn forked_child_makes_its_own_blinding_pair() {
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
         let mut out = vec![0u8; key.size()];
-        let ok = private_op(&key, &m, &mut out).is_ok() && out == sig;
+        let ok = private_op(&key, &m, &mut out).result.is_ok() && out == sig;
         let report = [ok as u8, key.blinding_pairs_made() as u8];
         // SAFETY: writing two bytes from a live buffer to our pipe end; then leave at once.
         unsafe {
@@ -70,7 +70,7 @@ fn forked_child_makes_its_own_blinding_pair() {
     );
 
     // The parent's own pair is still pooled and still used.
-    private_op(&key, &m, &mut sig).unwrap();
+    private_op(&key, &m, &mut sig).result.unwrap();
     assert_eq!(key.blinding_pairs_made(), 1);
     let mut back = vec![0u8; key.size()];
     public_op(&key, &sig, &mut back).unwrap();

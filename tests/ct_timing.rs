@@ -330,7 +330,7 @@ fn full_pkcs1_ir(n: usize) -> Report {
     let mut em = vec![0u8; K];
     let mut out = vec![0u8; K];
     measure(n, &valid, &pool, |c| {
-        ops::private_op(&key, c, &mut em).unwrap();
+        ops::private_op(&key, c, &mut em).result.unwrap();
         let got = pkcs1::decode_type2_implicit_rejection(&h, &d, c, &em, &mut out).unwrap();
         assert_eq!(got, len);
     })

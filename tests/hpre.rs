@@ -451,7 +451,7 @@ fn fork_child() {
 /// kae's pool around the HPRE backend on the simulator, driven directly (the provider is not
 /// loaded): a 2048-bit key and an input below its modulus, for private requests.
 struct DirectPool {
-    cfg: kae::backend::hpre::settings::HpreConfig,
+    cfg: kae::settings::hpre::HpreConfig,
     key: std::sync::Arc<kae::rsa::RsaKey>,
     input: Vec<u8>,
 }
@@ -470,7 +470,7 @@ impl DirectPool {
         let mut input = vec![3u8; key.size()];
         input[0] = 0;
         DirectPool {
-            cfg: kae::backend::hpre::settings::HpreConfig {
+            cfg: kae::settings::hpre::HpreConfig {
                 wd_lib: lib.clone(),
                 crypto_lib: lib,
                 timeout_ms,
@@ -481,11 +481,11 @@ impl DirectPool {
         }
     }
 
-    fn start(&self) -> std::sync::Arc<kae::pool::Pool> {
+    fn start(&self) -> std::sync::Arc<kae::offload::Offloader> {
         let backend = kae::backend::hpre::backend::start(&self.cfg).expect("start");
-        kae::pool::Pool::start_with(
+        kae::offload::Offloader::start_with(
             Box::new(backend),
-            std::sync::Arc::new(kae::pool::Completer::new()),
+            std::sync::Arc::new(kae::completion::Completer::new()),
         )
         .unwrap()
     }
@@ -494,16 +494,16 @@ impl DirectPool {
     /// pool took it.
     fn submit(
         &self,
-        pool: &kae::pool::Pool,
+        pool: &kae::offload::Offloader,
         n: usize,
-    ) -> Vec<(std::sync::Arc<kae::pool::Waiter>, bool)> {
-        use kae::pool::{Waiter, WaiterWake};
+    ) -> Vec<(std::sync::Arc<kae::completion::Waiter>, bool)> {
+        use kae::completion::{Waiter, WaiterWake};
         let me = std::thread::current();
         (0..n)
             .map(|_| {
                 let w = std::sync::Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone()))));
-                let req = kae::backend::Request::new(
-                    kae::backend::OpKind::PrivateBlinded,
+                let req = kae::completion::Request::new(
+                    kae::completion::OpKind::ExponentiateBlinded,
                     self.key.clone(),
                     &self.input,
                     w.clone(),
@@ -516,7 +516,7 @@ impl DirectPool {
 }
 
 /// Parks until every waiter is done or `STALL` passed; whether all are done.
-fn all_answered(waiters: &[(std::sync::Arc<kae::pool::Waiter>, bool)]) -> bool {
+fn all_answered(waiters: &[(std::sync::Arc<kae::completion::Waiter>, bool)]) -> bool {
     let t = std::time::Instant::now();
     while !waiters.iter().all(|(w, _)| w.is_done()) && t.elapsed() < STALL {
         std::thread::park_timeout(Duration::from_millis(5));

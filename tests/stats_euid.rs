@@ -9,7 +9,7 @@
 
 mod skip;
 
-use kae::backend::OpKind;
+use kae::completion::OpKind;
 use kae::stats::{self, idx, parse_page, MAGIC, MOVED};
 use std::path::{Path, PathBuf};
 

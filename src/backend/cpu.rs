@@ -1,10 +1,10 @@
-//! CPU backend: a set of bounded queues, one worker thread per queue. A worker takes up to
-//! `BATCH` queued requests at once, computes them, and hands each to the pool's `Completer` as
-//! soon as it is done (no head-of-line wait for the rest of the batch): the worker already
-//! runs when the result exists, so a poller thread would only add a thread hop.
+//! CPU backend: the worker pool, bounded queues with one worker thread per queue. A worker
+//! takes up to `BATCH` queued requests at once, computes them, and hands each to the
+//! `Completer` as soon as it is done (no head-of-line wait for the rest of the batch): the
+//! worker already runs when the result exists, so a poller thread would only add a hop.
 
-use super::{Backend, Request};
-use crate::pool::{Completer, Sleeper};
+use super::{Backend, ComputeFn};
+use crate::completion::{Completer, Request, Sleeper};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,9 +12,6 @@ use std::thread::JoinHandle;
 
 /// Most requests a worker takes from its queue at once.
 pub const BATCH: usize = 8;
-
-/// The function a worker applies to each request (real RSA, or a stand-in in benchmarks).
-pub type ComputeFn = fn(&mut Request);
 
 struct Queue {
     items: Mutex<VecDeque<Request>>,
@@ -34,19 +31,19 @@ struct Shared {
     compute: ComputeFn,
 }
 
-pub struct CpuBackend {
+pub struct WorkerPool {
     shared: Arc<Shared>,
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
-impl CpuBackend {
+impl WorkerPool {
     /// Starts `queues` workers with queues of `depth` requests each.
     pub fn start(
         queues: usize,
         depth: usize,
         completer: Arc<Completer>,
         compute: ComputeFn,
-    ) -> std::io::Result<CpuBackend> {
+    ) -> std::io::Result<WorkerPool> {
         let queues = queues.max(1);
         let shared = Arc::new(Shared {
             queues: (0..queues)
@@ -72,7 +69,7 @@ impl CpuBackend {
             })?;
             workers.push(h);
         }
-        Ok(CpuBackend {
+        Ok(WorkerPool {
             shared,
             workers: Mutex::new(workers),
         })
@@ -152,10 +149,10 @@ fn stall_for_test() {
     }
 }
 
-impl Backend for CpuBackend {
+impl Backend for WorkerPool {
     /// "cpu"; the multi-buffer backend, which runs batches on these workers, names itself.
     fn name(&self) -> &'static str {
-        super::registry::BackendKind::Cpu.name()
+        crate::settings::BackendKind::Cpu.name()
     }
 
     fn submit(&self, req: Request) -> Result<(), Request> {

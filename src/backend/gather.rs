@@ -15,9 +15,8 @@
 //! [`PROBE_EVERY`] through to notice when company returns. A submit that finds enough others
 //! of its class pending ends solo mode at once.
 
-use super::Request;
+use crate::completion::{Completer, Request, Sleeper};
 use crate::error::KaeError;
-use crate::pool::{Completer, Sleeper};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -353,8 +352,7 @@ fn flusher_loop(s: &Shared) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::OpKind;
-    use crate::pool::Waiter;
+    use crate::completion::{OpKind, Waiter};
     use crate::rsa::{KeyType, RsaKey};
 
     fn key() -> Arc<RsaKey> {
@@ -396,7 +394,7 @@ mod tests {
         let w = Arc::new(Waiter::new(None));
         let input = vec![tag; k.size()];
         (
-            Request::new(OpKind::PrivateBlinded, k.clone(), &input, w.clone()),
+            Request::new(OpKind::ExponentiateBlinded, k.clone(), &input, w.clone()),
             w,
         )
     }

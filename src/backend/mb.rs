@@ -3,7 +3,7 @@
 //! by `mb::mod_exp` (AVX-512 IFMA).
 //!
 //! Request flow: the caller blinds (`rsa::ops::prepare_private`) and submits a
-//! `PrivateBlinded` request to the gatherer (`gather.rs`). The submit that completes a full
+//! `ExponentiateBlinded` request to the gatherer (`gather.rs`). The submit that completes a full
 //! kernel call of its size class ([`PER_CALL`] requests: p and q halves of each side by side)
 //! computes it on its own thread; what never fills is taken by the gatherer's flusher, an
 //! ordinary-priority thread, within a bounded delay. A batch reduces each blinded input mod p
@@ -17,42 +17,19 @@
 //! lone requests with nothing else in flight are computed inline by the caller.
 
 use super::gather::{BatchFn, Gather, Shape};
-use super::registry::BackendKind;
-use super::{Backend, OpKind, Request};
+use super::Backend;
+use crate::completion::{Completer, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
 use crate::mb::{self, Engine, PreparedLane, Size};
-use crate::pool::Completer;
 use crate::rsa::ct_limbs::{self, Limbs};
 use crate::rsa::RsaKey;
+use crate::settings::mb::MbConfig;
+use crate::settings::BackendKind;
 use std::sync::Arc;
 use zeroize::Zeroizing;
 
 /// Requests per kernel call: p and q halves side by side, 2 lanes each.
 const PER_CALL: usize = mb::LANES / 2;
-
-/// Settings of the multi-buffer backend.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MbConfig {
-    /// `multibuffer = no` turns the backend off (`backend = auto` then skips it).
-    pub enabled: bool,
-    /// `KAE_MB_ENGINE=portable`, read only by a test build (feature `test-knobs`): run the
-    /// kernel on the portable lanes (much slower than libcrypto; lets the batching be tested
-    /// on CPUs without IFMA).
-    pub portable: bool,
-    /// `KAE_MB_FAULT_LANE=k`, read only by a test build: corrupt lane k of every kernel call
-    /// (with the portable engine only), to test that the fault check catches a bad lane.
-    pub fault_lane: Option<usize>,
-}
-
-impl Default for MbConfig {
-    fn default() -> Self {
-        MbConfig {
-            enabled: true,
-            portable: false,
-            fault_lane: None,
-        }
-    }
-}
 
 /// The engine this configuration runs on here, or why the backend cannot run.
 pub fn usable_here(cfg: &MbConfig) -> Result<Engine, String> {
@@ -160,7 +137,7 @@ pub fn start(
 
 impl Backend for MbBackend {
     fn name(&self) -> &'static str {
-        super::registry::BackendKind::MultiBuffer.name()
+        BackendKind::MultiBuffer.name()
     }
     fn submit(&self, req: Request) -> Result<(), Request> {
         self.gather.submit(req)
@@ -181,7 +158,8 @@ impl Backend for MbBackend {
     /// Private operations of keys with a lane size, unless they come alone; public ones stay
     /// with the caller (e is small: a batch would only add a wait).
     fn takes(&self, key: &RsaKey, kind: OpKind) -> bool {
-        let ok = kind == OpKind::PrivateBlinded && lane_size(key).is_some() && self.gather.wants();
+        let ok =
+            kind == OpKind::ExponentiateBlinded && lane_size(key).is_some() && self.gather.wants();
         if !ok && kind != OpKind::Public {
             crate::stats::note_mb_scalar(1);
         }
@@ -193,7 +171,7 @@ impl Backend for MbBackend {
 }
 
 /// What the kernel needs of a key, made at its first batch and kept with it
-/// (`backend::key_state`): both primes prepared (R² mod p and mod q, −p⁻¹ and −q⁻¹ mod 2^52)
+/// (`rsa::key_slot`): both primes prepared (R² mod p and mod q, −p⁻¹ and −q⁻¹ mod 2^52)
 /// and the CRT exponents in the size class's width. Secret: wiped when the key goes.
 struct KeyLanes {
     p: mb::Prepared,
@@ -245,7 +223,7 @@ fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Halves> {
         .as_ref()
         .ok_or(KaeError::MissingPrivateKey)?;
     let lanes = key.backend_state.get_or_make_valid(
-        BackendKind::MultiBuffer,
+        BackendKind::MultiBuffer.name(),
         |k: &KeyLanes| k.p.size() == size,
         || KeyLanes::make(engine, key, size),
     )?;
@@ -285,7 +263,7 @@ impl Batcher {
         let mut scalar: Vec<usize> = Vec::new();
         for (i, r) in batch.iter().enumerate() {
             match (r.kind, lane_size(&r.key)) {
-                (OpKind::PrivateBlinded, Some(size)) => {
+                (OpKind::ExponentiateBlinded, Some(size)) => {
                     match groups.iter_mut().find(|(s, _)| *s == size) {
                         Some((_, v)) => v.push(i),
                         None => groups.push((size, vec![i])),

@@ -2,63 +2,17 @@
 //!
 //! A `Backend` takes `Request`s (`submit`) and produces completions. The CPU backend
 //! (`cpu.rs`) drains its queues on worker threads and hands each finished request to the
-//! pool's `Completer`; a hardware backend (HPRE, later) reports `needs_polling` and the pool's
-//! poller thread fetches its completions with `poll` and hands them to the same `Completer`.
+//! `Completer`; a hardware backend (HPRE) reports `needs_polling` and the offloader's poller
+//! thread fetches its completions with `poll` and hands them to the same `Completer`.
 
 pub mod cpu;
 pub mod gather;
 pub mod hpre;
-pub mod key_state;
 pub mod mb;
 pub mod registry;
 
-use crate::error::KaeResult;
-use crate::pool::Waiter;
+use crate::completion::{OpKind, Request};
 use crate::rsa::RsaKey;
-use std::sync::Arc;
-use zeroize::Zeroizing;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OpKind {
-    /// RSADP / RSASP1 with blinding, CRT and the fault check.
-    Private,
-    /// RSAEP / RSAVP1.
-    Public,
-    /// Only the exponentiation y = x^d mod n of an input the caller already blinded
-    /// (`rsa::ops::prepare_private`); the caller checks the result with e and unblinds it
-    /// (`finish_private`), so a backend's result is never released unchecked.
-    PrivateBlinded,
-}
-
-/// One RSA exponentiation in flight. The request owns its key reference and buffers until it
-/// completes, so nothing it touches can be freed under it (a paused job may be freed).
-pub struct Request {
-    pub kind: OpKind,
-    pub key: Arc<RsaKey>,
-    pub input: Zeroizing<Vec<u8>>,
-    pub output: Zeroizing<Vec<u8>>,
-    pub result: KaeResult<()>,
-    pub waiter: Arc<Waiter>,
-}
-
-impl Request {
-    pub fn new(kind: OpKind, key: Arc<RsaKey>, input: &[u8], waiter: Arc<Waiter>) -> Request {
-        let k = key.size();
-        Request {
-            kind,
-            key,
-            input: Zeroizing::new(input.to_vec()),
-            output: Zeroizing::new(vec![0u8; k]),
-            result: Err(crate::error::KaeError::OperationNotInitialized),
-            waiter,
-        }
-    }
-
-    /// Size class used to group requests for multi-buffer batches (same modulus size).
-    pub fn size_class(&self) -> usize {
-        self.key.bits()
-    }
-}
 
 /// How a backend serves operations outside async jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,9 +44,9 @@ pub trait Backend: Send + Sync {
     fn awaits_late_completions(&self) -> bool {
         false
     }
-    /// True when completions must be fetched with `poll` by the pool's poller thread
-    /// (hardware queues); false when the backend hands finished requests to the pool's
-    /// `Completer` itself (CPU workers).
+    /// True when completions must be fetched with `poll` by the offloader's poller thread
+    /// (hardware queues); false when the backend hands finished requests to the `Completer`
+    /// itself (CPU workers).
     fn needs_polling(&self) -> bool {
         false
     }
@@ -108,7 +62,7 @@ pub trait Backend: Send + Sync {
     fn takes(&self, _key: &RsaKey, _kind: OpKind) -> bool {
         true
     }
-    /// True when private operations must reach this backend blinded (`PrivateBlinded`), with
+    /// True when private operations must reach this backend blinded (`ExponentiateBlinded`), with
     /// the fault check and unblinding done by the caller on the CPU; false when the backend
     /// runs the whole private operation with the CPU code (`Private`).
     fn blinds_on_caller(&self) -> bool {
@@ -133,12 +87,33 @@ pub trait Backend: Send + Sync {
     fn after_poller_stopped(&self) {}
 }
 
+/// A backend's process-wide locks, taken before a fork like the router's own and released
+/// after it, so a child never inherits one held by a thread it does not have.
+pub struct ForkHooks {
+    /// Before fork: takes the locks.
+    pub prepare: fn(),
+    /// # Safety
+    /// In the parent after fork, on the thread that ran `prepare`.
+    pub parent: unsafe fn(),
+    /// # Safety
+    /// In the child right after fork, after `prepare`.
+    pub child: unsafe fn(),
+}
+
+/// The function CPU workers apply to each request (real RSA, or a stand-in in tests and
+/// benchmarks).
+pub type ComputeFn = fn(&mut Request);
+
 /// Computes one request on the calling thread with libcrypto's constant-time arithmetic.
 pub fn compute(req: &mut Request) {
     req.result = match req.kind {
-        OpKind::Private => crate::rsa::ops::private_op(&req.key, &req.input, &mut req.output),
+        OpKind::Private => {
+            let checked = crate::rsa::ops::private_op(&req.key, &req.input, &mut req.output);
+            crate::stats::note_crt_faults(checked.crt_faults);
+            checked.result
+        }
         OpKind::Public => crate::rsa::ops::public_op(&req.key, &req.input, &mut req.output),
-        OpKind::PrivateBlinded => {
+        OpKind::ExponentiateBlinded => {
             crate::rsa::ops::exponentiate_blinded(&req.key, &req.input, &mut req.output)
         }
     };

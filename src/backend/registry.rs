@@ -1,64 +1,15 @@
 //! The one place that names kae's backends, says whether each can run here (and why not),
-//! and picks the one a configuration asks for.
+//! picks the one a configuration asks for, starts it, and lists the fork hooks of their
+//! process-wide locks.
 //!
 //! `backend = auto` takes the first usable backend in [`PREFERENCE`]: a hardware accelerator,
 //! then multi-buffer arithmetic, then plain CPU workers, which are always usable. A backend
 //! asked for by name that cannot run here falls back to the CPU, with its reason.
 
-use core::ffi::CStr;
-
-/// A backend kae knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BackendKind {
-    /// Kunpeng's HPRE accelerator through UADK.
-    Hpre,
-    /// 8-lane AVX-512 IFMA exponentiation on the CPU.
-    MultiBuffer,
-    /// libcrypto's constant-time arithmetic, inline or on CPU workers.
-    Cpu,
-}
-
-/// Order in which `backend = auto` tries them.
-pub const PREFERENCE: [BackendKind; 3] = [
-    BackendKind::Hpre,
-    BackendKind::MultiBuffer,
-    BackendKind::Cpu,
-];
-
-impl BackendKind {
-    /// The name operators use (config value, counters page, provider parameter).
-    pub const fn name(self) -> &'static str {
-        match self {
-            BackendKind::Hpre => "hpre",
-            BackendKind::MultiBuffer => "mb",
-            BackendKind::Cpu => "cpu",
-        }
-    }
-
-    /// [`name`](Self::name) as a C string (static, for provider parameters).
-    pub const fn c_name(self) -> &'static CStr {
-        match self {
-            BackendKind::Hpre => c"hpre",
-            BackendKind::MultiBuffer => c"mb",
-            BackendKind::Cpu => c"cpu",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<BackendKind> {
-        PREFERENCE
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
-    }
-
-    /// Whether async jobs should go to this backend even when the process may use one CPU
-    /// only (`async = auto`). True for anything that does not just move the same arithmetic
-    /// to another thread: hardware computes elsewhere, and multi-buffer batches make each
-    /// operation cheaper on the same CPU. CPU workers on the application's only CPU would only
-    /// take turns with it.
-    pub const fn worth_offloading_on_one_cpu(self) -> bool {
-        !matches!(self, BackendKind::Cpu)
-    }
-}
+use super::{Backend, ComputeFn, ForkHooks};
+use crate::completion::Completer;
+use crate::settings::{BackendChoice, BackendKind, OffloadConfig, PREFERENCE};
+use std::sync::Arc;
 
 /// Whether a backend can run in this process, and why not.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,53 +20,17 @@ pub enum Availability {
 
 /// Asks a backend whether it can run here with `cfg`. Starts no thread and touches no device:
 /// HPRE needs a usable device in sysfs and UADK's libraries.
-pub fn probe(kind: BackendKind, cfg: &crate::pool::PoolConfig) -> Availability {
+pub fn probe(kind: BackendKind, cfg: &OffloadConfig) -> Availability {
     match kind {
         BackendKind::Cpu => Availability::Usable,
-        BackendKind::Hpre => match crate::backend::hpre::usable_here(&cfg.hpre) {
+        BackendKind::Hpre => match super::hpre::usable_here(&cfg.hpre) {
             Ok(()) => Availability::Usable,
             Err(why) => Availability::Unusable(why),
         },
-        BackendKind::MultiBuffer => match crate::backend::mb::usable_here(&cfg.mb) {
+        BackendKind::MultiBuffer => match super::mb::usable_here(&cfg.mb) {
             Ok(_) => Availability::Usable,
             Err(why) => Availability::Unusable(why),
         },
-    }
-}
-
-/// What the `backend` setting asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// The first usable backend in [`PREFERENCE`].
-    Auto,
-    Named(BackendKind),
-}
-
-impl BackendChoice {
-    /// `auto` or a backend name, any case.
-    pub fn parse(s: &str) -> Option<BackendChoice> {
-        if s.trim().eq_ignore_ascii_case("auto") {
-            return Some(BackendChoice::Auto);
-        }
-        BackendKind::from_name(s).map(BackendChoice::Named)
-    }
-
-    /// The value as written in a config file.
-    pub const fn name(self) -> &'static str {
-        match self {
-            BackendChoice::Auto => "auto",
-            BackendChoice::Named(k) => k.name(),
-        }
-    }
-
-    /// The accepted values, for error messages: "auto, hpre, mb or cpu".
-    pub fn accepted() -> String {
-        let names: Vec<&str> = PREFERENCE.iter().map(|k| k.name()).collect();
-        format!(
-            "auto, {} or {}",
-            names[..names.len() - 1].join(", "),
-            names[names.len() - 1]
-        )
     }
 }
 
@@ -176,9 +91,52 @@ pub fn select_with(
 }
 
 /// [`select_with`] with the real probes, for the `backend` setting of `cfg`.
-pub fn select(cfg: &crate::pool::PoolConfig) -> Selection {
+pub fn select(cfg: &OffloadConfig) -> Selection {
     select_with(cfg.backend, |k| probe(k, cfg))
 }
+
+/// What a start-up warning calls the backend.
+pub const fn title(kind: BackendKind) -> &'static str {
+    match kind {
+        BackendKind::Hpre => "HPRE",
+        BackendKind::MultiBuffer => "multi-buffer",
+        BackendKind::Cpu => "CPU",
+    }
+}
+
+/// Starts CPU workers computing with `compute`, completing through `completer`.
+pub fn start_cpu(
+    cfg: &OffloadConfig,
+    completer: Arc<Completer>,
+    compute: ComputeFn,
+) -> std::io::Result<Box<dyn Backend>> {
+    let workers = super::cpu::WorkerPool::start(cfg.queues, cfg.depth, completer, compute)?;
+    Ok(Box::new(workers))
+}
+
+/// Starts the backend of `kind` (its library, device, threads), or says why it did not.
+pub fn start(
+    kind: BackendKind,
+    cfg: &OffloadConfig,
+    completer: Arc<Completer>,
+    compute: ComputeFn,
+) -> Result<Box<dyn Backend>, String> {
+    match kind {
+        BackendKind::Cpu => start_cpu(cfg, completer, compute).map_err(|e| e.to_string()),
+        BackendKind::Hpre => super::hpre::backend::start(&cfg.hpre).map(|b| Box::new(b) as _),
+        BackendKind::MultiBuffer => {
+            super::mb::start(cfg.queues, cfg.depth, &cfg.mb, completer).map(|b| Box::new(b) as _)
+        }
+    }
+}
+
+/// The backends' process-wide locks that a fork must find free: HPRE's session lifecycle
+/// lock.
+pub const FORK_HOOKS: [ForkHooks; 1] = [ForkHooks {
+    prepare: super::hpre::session::lock_for_fork,
+    parent: super::hpre::session::unlock_in_parent,
+    child: super::hpre::session::reset_in_child,
+}];
 
 #[cfg(test)]
 mod tests {
@@ -228,7 +186,7 @@ mod tests {
 
     #[test]
     fn a_named_backend_that_cannot_run_falls_back_to_the_cpu_with_its_reason() {
-        let mut cfg = crate::pool::PoolConfig {
+        let mut cfg = OffloadConfig {
             backend: BackendChoice::Named(BackendKind::Hpre),
             ..Default::default()
         };

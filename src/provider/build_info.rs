@@ -88,7 +88,7 @@ fn live_line() -> String {
     let all = crate::stats::live_pages(false);
     format!(
         "backend {} | this process: {} | {} process(es) with kae: {}",
-        crate::pool::backend_label().to_string_lossy(),
+        crate::offload::backend_label().to_string_lossy(),
         crate::stats::short_line(&here),
         all.len(),
         crate::stats::short_line(&crate::stats::total(&all)),
@@ -121,14 +121,14 @@ pub(super) unsafe extern "C" fn kae_get_params(
             }
             if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_HPRE_DEVICES) {
                 p.set_utf8_owned(&crate::backend::hpre::devices_line(
-                    &crate::pool::config().hpre,
+                    &crate::offload::config().hpre,
                 ))?;
             }
             if let Some(mut p) = ps.locate(c"status") {
                 p.set_int(1)?;
             }
             if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_BACKEND) {
-                p.set_utf8(crate::pool::backend_label())?;
+                p.set_utf8(crate::offload::backend_label())?;
             }
             let s = crate::stats::snapshot();
             let mut values: Vec<u64> = s.0.to_vec();

@@ -8,12 +8,15 @@
 //! warned about. Errors (kae not loaded) also go to syslog, where the operator of a service
 //! looks (a daemon's stderr is often nowhere); warnings do when syslog is the log target.
 
-use crate::backend::hpre::settings::{valid_library, SyncMode};
 use crate::error::KaeError;
 use crate::ffi::params::END;
 use crate::ffi::sys::*;
 use crate::ffi::Core;
 use crate::names::*;
+use crate::settings::hpre::{valid_library, SyncMode};
+use crate::settings::{
+    parse_bool, spin_values, whole_number, AsyncMode, BackendChoice, OffloadConfig, SPIN_LIMIT_US,
+};
 use core::ffi::{c_char, CStr};
 
 /// Provider configuration read from the config section (or environment) at init.
@@ -23,8 +26,8 @@ pub struct Config {
     /// (DRBG, digests, encoders…). `load-default = no` turns it off for setups where only
     /// approved providers may load.
     pub load_default: bool,
-    /// Queue pool settings (`backend`, `queues`, `queue-depth`, `async`).
-    pub pool: crate::pool::PoolConfig,
+    /// Offload settings (`backend`, `queues`, `queue-depth`, `async`, the backends' own).
+    pub offload: OffloadConfig,
     /// `log-level` and `log-target` (see `logging`), validated.
     pub log_level: Option<String>,
     pub log_target: Option<String>,
@@ -34,18 +37,10 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             load_default: true,
-            pool: crate::pool::PoolConfig::default(),
+            offload: OffloadConfig::default(),
             log_level: None,
             log_target: None,
         }
-    }
-}
-
-pub(crate) fn parse_bool(v: &str) -> Option<bool> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "1" | "yes" | "on" | "true" => Some(true),
-        "0" | "no" | "off" | "false" => Some(false),
-        _ => None,
     }
 }
 
@@ -173,9 +168,6 @@ pub const TEST_KNOBS: [(&str, &str); 2] = [
     ("KAE_MB_FAULT_LANE", "a lane number from 0 to 7 (corrupts that lane of every kernel call; with KAE_MB_ENGINE=portable)"),
 ];
 
-/// Longest spin either spin variable may ask for (100 ms: beyond that a worker should park).
-const SPIN_LIMIT_US: u64 = 100_000;
-
 /// Where a value came from, for the message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -214,49 +206,41 @@ fn bad_env(name: &str, value: &str, accepted: &str) -> Problem {
     }
 }
 
-fn whole_number(v: &str, range: core::ops::RangeInclusive<u64>) -> Option<u64> {
-    let v = v.trim();
-    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    v.parse().ok().filter(|n| range.contains(n))
-}
-
 /// Applies one value to `cfg`; `None` when the value is not accepted.
 fn apply(cfg: &mut Config, key: &CStr, v: &str) -> Option<()> {
     if key == KAE_CONF_LOAD_DEFAULT {
         cfg.load_default = parse_bool(v)?;
     } else if key == KAE_CONF_BACKEND {
-        cfg.pool.backend = crate::pool::BackendChoice::parse(v)?;
+        cfg.offload.backend = BackendChoice::parse(v)?;
     } else if key == KAE_CONF_QUEUES {
-        cfg.pool.queues = whole_number(v, 1..=256)? as usize;
+        cfg.offload.queues = whole_number(v, 1..=256)? as usize;
     } else if key == KAE_CONF_QUEUE_DEPTH {
-        cfg.pool.depth = whole_number(v, 1..=65536)? as usize;
+        cfg.offload.depth = whole_number(v, 1..=65536)? as usize;
     } else if key == KAE_CONF_ASYNC {
-        cfg.pool.async_mode = crate::pool::AsyncMode::parse(v)?;
+        cfg.offload.async_mode = AsyncMode::parse(v)?;
     } else if key == KAE_CONF_STRICT {
-        cfg.pool.strict = parse_bool(v)?;
+        cfg.offload.strict = parse_bool(v)?;
     } else if key == KAE_CONF_UADK_LIB {
         valid_library(v).then_some(())?;
-        cfg.pool.hpre.wd_lib = v.trim().to_owned();
+        cfg.offload.hpre.wd_lib = v.trim().to_owned();
     } else if key == KAE_CONF_UADK_CRYPTO_LIB {
         valid_library(v).then_some(())?;
-        cfg.pool.hpre.crypto_lib = v.trim().to_owned();
+        cfg.offload.hpre.crypto_lib = v.trim().to_owned();
     } else if key == KAE_CONF_HPRE_SYSFS {
         v.trim().starts_with('/').then_some(())?;
-        cfg.pool.hpre.sysfs = v.trim().into();
+        cfg.offload.hpre.sysfs = v.trim().into();
     } else if key == KAE_CONF_HPRE_QUEUES {
-        cfg.pool.hpre.queues = whole_number(v, 1..=64)? as u32;
+        cfg.offload.hpre.queues = whole_number(v, 1..=64)? as u32;
     } else if key == KAE_CONF_HPRE_SYNC {
-        cfg.pool.hpre.sync = SyncMode::parse(v)?;
+        cfg.offload.hpre.sync = SyncMode::parse(v)?;
     } else if key == KAE_CONF_HPRE_SYNC_QUEUES {
-        cfg.pool.hpre.sync_queues = whole_number(v, 1..=64)? as u32;
+        cfg.offload.hpre.sync_queues = whole_number(v, 1..=64)? as u32;
     } else if key == KAE_CONF_HPRE_TIMEOUT_MS {
-        cfg.pool.hpre.timeout_ms = whole_number(v, 1..=600_000)?;
+        cfg.offload.hpre.timeout_ms = whole_number(v, 1..=600_000)?;
     } else if key == KAE_CONF_HPRE_POLL_US {
-        cfg.pool.hpre.poll_us = whole_number(v, 0..=10_000)?;
+        cfg.offload.hpre.poll_us = whole_number(v, 0..=10_000)?;
     } else if key == KAE_CONF_MULTIBUFFER {
-        cfg.pool.mb.enabled = parse_bool(v)?;
+        cfg.offload.mb.enabled = parse_bool(v)?;
     } else if key == KAE_CONF_LOG_LEVEL {
         crate::logging::parse_level(v)?;
         cfg.log_level = Some(v.to_owned());
@@ -301,13 +285,13 @@ fn apply_test_knobs(cfg: &mut Config, env: &dyn Fn(&str) -> Option<String>) -> V
     let mut problems = Vec::new();
     if let Some(v) = env(engine) {
         match mb_engine_is_portable(&v) {
-            Some(portable) => cfg.pool.mb.portable = portable,
+            Some(portable) => cfg.offload.mb.portable = portable,
             None => problems.push(bad_env(engine, &v, engine_accepted)),
         }
     }
     if let Some(v) = env(lane) {
         match whole_number(&v, 0..=7) {
-            Some(k) => cfg.pool.mb.fault_lane = Some(k as usize),
+            Some(k) => cfg.offload.mb.fault_lane = Some(k as usize),
             None => problems.push(bad_env(lane, &v, lane_accepted)),
         }
     }
@@ -378,24 +362,6 @@ fn mb_engine_is_portable(v: &str) -> Option<bool> {
         "ifma" => Some(false),
         _ => None,
     }
-}
-
-/// Spin defaults (µs) when the variables are unset: 10 and 300.
-fn spin_values(min: Option<u64>, max: Option<u64>) -> (u64, u64) {
-    (min.unwrap_or(10), max.unwrap_or(300))
-}
-
-/// The pool's spin bounds (µs) from `KAE_SPIN_US` / `KAE_SPIN_MAX_US` (checked at init; an
-/// unusable value there refused the load, so the defaults here are only a safety net).
-pub fn spin_bounds() -> (u64, u64) {
-    let read = |n: &str| crate::env::var(n).and_then(|v| whole_number(&v, 0..=SPIN_LIMIT_US));
-    let (min, max) = spin_values(read("KAE_SPIN_US"), read("KAE_SPIN_MAX_US"));
-    (min, max.max(min))
-}
-
-/// Whether `KAE_STATS` turns the counter page off.
-pub fn stats_disabled() -> bool {
-    crate::env::var("KAE_STATS").and_then(|v| parse_bool(&v)) == Some(false)
 }
 
 /// Warnings for keys of kae's section that nobody reads, each with the closest known key.
@@ -624,8 +590,8 @@ mod tests {
         let env = |n: &str| (n == "KAE_HPRE_QUEUES").then(|| "16".to_string());
         let (cfg, p) = build(&section, None, &env);
         assert!(p.is_empty(), "{p:?}");
-        let h = &cfg.pool.hpre;
-        assert!(cfg.pool.strict);
+        let h = &cfg.offload.hpre;
+        assert!(cfg.offload.strict);
         assert_eq!(h.wd_lib, "/opt/uadk/lib/libwd.so.2");
         assert_eq!(h.crypto_lib, "libwd_crypto.so.2");
         assert_eq!(h.sysfs, std::path::PathBuf::from("/tmp/fake"));
@@ -639,8 +605,8 @@ mod tests {
         let (cfg, p) = build(&[(KAE_CONF_MULTIBUFFER, "no".into())], None, &no_env);
         assert!(p.is_empty(), "{p:?}");
         assert_eq!(
-            cfg.pool.mb,
-            crate::backend::mb::MbConfig {
+            cfg.offload.mb,
+            crate::settings::mb::MbConfig {
                 enabled: false,
                 portable: false,
                 fault_lane: None
@@ -653,13 +619,13 @@ mod tests {
             _ => None,
         };
         let (cfg, p) = build(&[(KAE_CONF_MULTIBUFFER, "no".into())], None, &env);
-        assert!(cfg.pool.mb.enabled, "the environment wins");
+        assert!(cfg.offload.mb.enabled, "the environment wins");
         if cfg!(feature = "test-knobs") {
             assert!(p.is_empty(), "{p:?}");
-            assert!(cfg.pool.mb.portable);
-            assert_eq!(cfg.pool.mb.fault_lane, Some(3));
+            assert!(cfg.offload.mb.portable);
+            assert_eq!(cfg.offload.mb.fault_lane, Some(3));
         } else {
-            assert!(!cfg.pool.mb.portable && cfg.pool.mb.fault_lane.is_none());
+            assert!(!cfg.offload.mb.portable && cfg.offload.mb.fault_lane.is_none());
             assert_eq!(p.len(), 2, "{p:?}");
             for (p, name) in p.iter().zip(["KAE_MB_ENGINE", "KAE_MB_FAULT_LANE"]) {
                 assert!(!p.fatal, "{p:?}");
@@ -691,13 +657,13 @@ mod tests {
         ];
         let (cfg, p) = build(&section, None, &no_env);
         assert!(p.is_empty(), "{p:?}");
-        assert_eq!(cfg.pool.queues, 4);
-        assert_eq!(cfg.pool.depth, 128);
+        assert_eq!(cfg.offload.queues, 4);
+        assert_eq!(cfg.offload.depth, 128);
         assert_eq!(
-            cfg.pool.backend,
-            crate::pool::BackendChoice::Named(crate::pool::BackendKind::Cpu)
+            cfg.offload.backend,
+            crate::settings::BackendChoice::Named(crate::settings::BackendKind::Cpu)
         );
-        assert_eq!(cfg.pool.async_mode, crate::pool::AsyncMode::Off);
+        assert_eq!(cfg.offload.async_mode, crate::settings::AsyncMode::Off);
         assert!(!cfg.load_default);
     }
 
@@ -754,7 +720,7 @@ mod tests {
     #[test]
     fn the_backend_words_are_the_registry_s() {
         let s = SETTINGS.iter().find(|s| s.key == KAE_CONF_BACKEND).unwrap();
-        assert_eq!(s.accepted, crate::pool::BackendChoice::accepted());
+        assert_eq!(s.accepted, crate::settings::BackendChoice::accepted());
     }
 
     #[test]

@@ -32,7 +32,7 @@ unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
         crate::stats::log_summary_once();
         if let Some(prov) = removed {
             INSTANCES.lock().unwrap_or_else(|e| e.into_inner())[prov.slot] = None;
-            crate::pool::remove_user();
+            crate::offload::remove_user();
             prov.release_contexts();
         }
         Ok(())
@@ -104,11 +104,15 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 );
                 return Err(crate::ffi::core::Failure::with(KaeError::InvalidParam, why));
             }
-            let selection = crate::backend::registry::select(&config.pool);
-            if let Some(why) = selection.fallback.as_ref().filter(|_| config.pool.strict) {
+            let selection = crate::backend::registry::select(&config.offload);
+            if let Some(why) = selection
+                .fallback
+                .as_ref()
+                .filter(|_| config.offload.strict)
+            {
                 let text = format!(
                     "backend = {} and strict = yes, but {why}",
-                    config.pool.backend.name()
+                    config.offload.backend.name()
                 );
                 crate::logging::config_diagnostic(
                     &format!("kae: error: {text}; kae is NOT loaded"),
@@ -126,8 +130,8 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 crate::logging::config_diagnostic(
                     &format!(
                         "kae: warning: backend = {}, but {why}; kae runs on the {} backend",
-                        config.pool.backend.name(),
-                        if selection.kind == crate::pool::BackendKind::Cpu {
+                        config.offload.backend.name(),
+                        if selection.kind == crate::settings::BackendKind::Cpu {
                             "CPU"
                         } else {
                             selection.kind.name()
@@ -138,7 +142,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 );
             }
             // The pool itself starts lazily on first use (no thread is created here).
-            crate::pool::configure(config.pool.clone());
+            crate::offload::configure(config.offload.clone());
             let slot = free_slot().ok_or_else(|| {
                 crate::ffi::core::Failure::with(
                     KaeError::Internal,
@@ -196,8 +200,8 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 default_libctx,
                 proxied: Mutex::new(HashMap::new()),
             });
-            let pc = &ctx.config.pool;
-            if selection.kind == crate::pool::BackendKind::Hpre {
+            let pc = &ctx.config.offload;
+            if selection.kind == crate::settings::BackendKind::Hpre {
                 log::info!(
                     "HPRE devices: {}; UADK {} + {}; {} async + {} sync queues per NUMA node, sync mode {}",
                     crate::backend::hpre::devices_line(&pc.hpre),
@@ -208,7 +212,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                     pc.hpre.sync.name()
                 );
             }
-            if selection.kind == crate::pool::BackendKind::MultiBuffer {
+            if selection.kind == crate::settings::BackendKind::MultiBuffer {
                 log::info!("{}", crate::backend::mb::startup_line(&pc.mb));
             }
             log::info!(
@@ -216,7 +220,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 env!("CARGO_PKG_VERSION"),
                 selection.kind.name(),
                 selection.why,
-                if selection.kind == crate::pool::BackendKind::Hpre {
+                if selection.kind == crate::settings::BackendKind::Hpre {
                     "HPRE queues as above".to_string()
                 } else {
                     format!("pool {} queues x depth {}", pc.queues, pc.depth)
@@ -241,7 +245,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
                 .write()
                 .map_err(|_| KaeError::Internal)?
                 .push((id, ctx));
-            crate::pool::add_user();
+            crate::offload::add_user();
             // Only a process where kae is really loaded shows up in kae-stat.
             crate::stats::publish(selection.kind.name());
             Ok(1)

@@ -11,9 +11,8 @@ mod relist;
 
 pub use algorithms::{Table, RSA_NAMES, RSA_PSS_NAMES};
 pub use build_info::{BUILDINFO, VERSION};
-pub(crate) use config::parse_bool;
 pub use config::Config;
-pub use config::{spin_bounds, stats_disabled, Setting, ENV_ONLY, SETTINGS};
+pub use config::{Setting, ENV_ONLY, SETTINGS};
 pub use entry::OSSL_provider_init;
 pub use registry::{instance, ProvCtx, MAX_INSTANCES};
 

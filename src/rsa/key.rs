@@ -2,7 +2,7 @@
 //! generation: nothing here depends on OpenSSL's private RSA structure.
 
 use crate::error::{KaeError, KaeResult};
-use crate::ffi::bn::{arith, BigNum, BnCtx, MontCtx};
+use crate::ffi::bn::{BigNum, BnCtx, MontCtx};
 use crate::rsa::ct_limbs::{Limbs, Modulus};
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::DigestId;
@@ -113,8 +113,8 @@ pub struct RsaKey {
     /// default context (keys made outside a provider instance, in unit tests).
     libctx: usize,
     /// What a backend attached to this key (an HPRE session, a lane layout): made at first
-    /// use, freed with the key, rebuilt in a forked child (`backend::key_state`).
-    pub backend_state: crate::backend::key_state::KeyState,
+    /// use, freed with the key, rebuilt in a forked child (`key_slot`).
+    pub backend_state: crate::rsa::key_slot::KeySlot,
 }
 
 impl RsaKey {
@@ -310,83 +310,6 @@ impl RsaKey {
         }
         if bits > SMALL_MODULUS_BITS && e.num_bits() > MAX_PUBEXP_BITS {
             return Err(KaeError::BadPublicExponent);
-        }
-        Ok(())
-    }
-
-    /// Full validation: public shape, private components consistent with n and e, primes
-    /// prime, and (for keypairs) a sign/verify round trip.
-    pub fn validate(
-        &self,
-        check_public: bool,
-        check_private: bool,
-        pairwise: bool,
-    ) -> KaeResult<()> {
-        if check_public || pairwise {
-            self.check_public_shape()?;
-        }
-        if check_private {
-            let d = self.d.as_ref().ok_or(KaeError::MissingPrivateKey)?;
-            if d.is_zero()
-                || d.is_negative()
-                || d.cmp_vartime(self.n()?) != core::cmp::Ordering::Less
-            {
-                return Err(KaeError::InvalidKey);
-            }
-        }
-        if pairwise {
-            self.check_factors()?;
-            crate::rsa::ops::pairwise_test(self)?;
-        }
-        Ok(())
-    }
-
-    /// n = p·q, d·e ≡ 1 (mod λ(n)), dp/dq/qinv consistent, both primes prime.
-    fn check_factors(&self) -> KaeResult<()> {
-        if self.primes.is_empty() {
-            // No factors: the round trip in pairwise_test is the only check possible.
-            return Ok(());
-        }
-        if self.primes.len() != 2 {
-            return Err(KaeError::UnsupportedPrimeCount);
-        }
-        let ctx = self.bn_ctx()?;
-        let n = self.n()?;
-        let e = self.e()?;
-        let (p, q) = (&self.primes[0], &self.primes[1]);
-        let mut t = BigNum::new_secret()?;
-        arith::mul(&mut t, p, q, &ctx)?;
-        if t.cmp_vartime(n) != core::cmp::Ordering::Equal {
-            return Err(KaeError::InconsistentKey);
-        }
-        if !arith::is_prime(p, &ctx)? || !arith::is_prime(q, &ctx)? {
-            return Err(KaeError::InconsistentKey);
-        }
-        let mut p1 = p.dup(true)?;
-        arith::sub_word(&mut p1, 1)?;
-        let mut q1 = q.dup(true)?;
-        arith::sub_word(&mut q1, 1)?;
-        if let Some(d) = &self.d {
-            // d·e mod (p-1) == 1 and mod (q-1) == 1  ⇔  d·e ≡ 1 (mod λ(n)).
-            for m in [&p1, &q1] {
-                arith::mod_mul(&mut t, d, e, m, &ctx)?;
-                if !t.is_one() {
-                    return Err(KaeError::InconsistentKey);
-                }
-            }
-        }
-        if self.exps.len() == 2 && self.coeffs.len() == 1 {
-            // dp·e ≡ 1 (mod p-1), dq·e ≡ 1 (mod q-1), qinv·q ≡ 1 (mod p).
-            for (dx, m) in [(&self.exps[0], &p1), (&self.exps[1], &q1)] {
-                arith::mod_mul(&mut t, dx, e, m, &ctx)?;
-                if !t.is_one() {
-                    return Err(KaeError::InconsistentKey);
-                }
-            }
-            arith::mod_mul(&mut t, &self.coeffs[0], q, p, &ctx)?;
-            if !t.is_one() {
-                return Err(KaeError::InconsistentKey);
-            }
         }
         Ok(())
     }

@@ -3,8 +3,10 @@
 
 pub mod ct_limbs;
 pub mod key;
+pub mod key_slot;
 pub mod ops;
 pub mod padding;
+mod validate;
 
 pub use key::{KeyType, PssRestrictions, RsaKey};
 

@@ -167,7 +167,7 @@ pub fn exponentiate_cpu(key: &RsaKey, job: &PrivateJob) -> KaeResult<Limbs> {
 }
 
 /// Step 2 on the CPU for an input blinded on another thread (a request of
-/// `OpKind::PrivateBlinded`): `xb` and `out` are big-endian of the modulus size.
+/// `OpKind::ExponentiateBlinded`): `xb` and `out` are big-endian of the modulus size.
 pub fn exponentiate_blinded(key: &RsaKey, xb: &[u8], out: &mut [u8]) -> KaeResult<()> {
     if xb.len() != key.size() || out.len() != key.size() {
         return Err(KaeError::BufferTooSmall);
@@ -195,16 +195,41 @@ pub fn limbs_from_be(key: &RsaKey, be: &[u8]) -> KaeResult<Limbs> {
     Ok(ct_limbs::from_le_bytes(&le))
 }
 
+/// A private operation's result, and how many results its fault check rejected on the way
+/// (each recomputed without CRT). The arithmetic records nothing: its caller counts them.
+#[must_use = "the caller counts the faults"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Checked {
+    pub result: KaeResult<()>,
+    pub crt_faults: u32,
+}
+
+impl Checked {
+    fn failed(e: KaeError) -> Checked {
+        Checked {
+            result: Err(e),
+            crt_faults: 0,
+        }
+    }
+}
+
 /// Steps 3 and 4, always on the CPU whoever exponentiated: the fault check with e (in
 /// constant time; only its declassified outcome drives a branch), then unblinding and the
 /// fixed-length copy out. `y` is the backend's result, or `None` when the backend failed: the
 /// exponentiation is then redone on the CPU. A result that fails the check is recomputed
 /// without CRT (as OpenSSL does); if that fails too, nothing is released.
-pub fn finish_private(
+pub fn finish_private(key: &RsaKey, job: PrivateJob, y: Option<Limbs>, out: &mut [u8]) -> Checked {
+    let mut crt_faults = 0;
+    let result = check_and_unblind(key, job, y, out, &mut crt_faults);
+    Checked { result, crt_faults }
+}
+
+fn check_and_unblind(
     key: &RsaKey,
     job: PrivateJob,
     y: Option<Limbs>,
     out: &mut [u8],
+    crt_faults: &mut u32,
 ) -> KaeResult<()> {
     if out.len() != key.size() {
         return Err(KaeError::BufferTooSmall);
@@ -216,7 +241,7 @@ pub fn finish_private(
         _ => exponentiate_cpu(key, &job)?,
     };
     if ct_limbs::declassify_u64(verify_limbs(key, &y, &job.xb, &ctx)?) != 1 {
-        crate::stats::note_crt_fault();
+        *crt_faults += 1;
         crate::logging::warn_rate_limited(
             "crt-fault",
             format_args!(
@@ -245,10 +270,15 @@ pub fn finish_private(
 /// or length depends on a secret); the exponentiations are libcrypto's constant-time ones.
 /// The only secret-derived value that drives a branch is the (declassified) outcome of the
 /// fault check.
-pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
-    let job = prepare_private(key, input, out.len())?;
-    let y = exponentiate_cpu(key, &job)?;
-    finish_private(key, job, Some(y), out)
+pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> Checked {
+    let job = match prepare_private(key, input, out.len()) {
+        Ok(job) => job,
+        Err(e) => return Checked::failed(e),
+    };
+    match exponentiate_cpu(key, &job) {
+        Ok(y) => finish_private(key, job, Some(y), out),
+        Err(e) => Checked::failed(e),
+    }
 }
 
 /// Garner's CRT recombination (RFC 8017 §5.1.2 step 2.b):
@@ -358,7 +388,9 @@ pub fn pairwise_test(key: &RsaKey) -> KaeResult<()> {
     }
     let mut sig = vec![0u8; k];
     let mut back = vec![0u8; k];
-    private_op(key, &msg, &mut sig).map_err(|_| KaeError::PairwiseCheckFailed)?;
+    private_op(key, &msg, &mut sig)
+        .result
+        .map_err(|_| KaeError::PairwiseCheckFailed)?;
     public_op(key, &sig, &mut back).map_err(|_| KaeError::PairwiseCheckFailed)?;
     if back != msg {
         return Err(KaeError::PairwiseCheckFailed);
@@ -492,7 +524,7 @@ mod tests {
         let m = sample(key.size(), 7);
         let mut s = vec![0u8; key.size()];
         let mut back = vec![0u8; key.size()];
-        private_op(key, &m, &mut s).unwrap();
+        private_op(key, &m, &mut s).result.unwrap();
         assert_eq!(s, oracle_private(key, &m));
         public_op(key, &s, &mut back).unwrap();
         assert_eq!(back, m);
@@ -514,14 +546,13 @@ mod tests {
         let m = sample(good.size(), 11);
         let want = oracle_private(good, &m);
         let mut got = vec![0u8; good.size()];
-        let faults = || crate::stats::snapshot().get(crate::stats::idx::CRT_FAULTS);
-        let before = faults();
-        private_op(&bad, &m, &mut got).unwrap();
+        let checked = private_op(&bad, &m, &mut got);
+        assert_eq!(checked.result, Ok(()));
         assert_eq!(
             got, want,
             "fallback result must equal the correct signature"
         );
-        assert!(faults() > before, "fault counter must rise");
+        assert_eq!(checked.crt_faults, 1, "the fault is reported");
         assert!(
             bad.validate(true, true, true).is_err(),
             "validation must reject the corrupted key"
@@ -530,13 +561,12 @@ mod tests {
 
     /// The backend seam: whatever a backend hands to `finish_private` (its correct result, a
     /// wrong one, one of the wrong width, or nothing after a failure), the released output is
-    /// the correct signature, and a wrong result is counted as a fault.
+    /// the correct signature, and a wrong result is reported as a fault.
     #[test]
     fn finish_private_releases_only_checked_results_whatever_the_backend_gave() {
         let key = key1024();
         let m = sample(key.size(), 13);
         let want = oracle_private(key, &m);
-        let faults = || crate::stats::snapshot().get(crate::stats::idx::CRT_FAULTS);
         let width = key.mont().unwrap().ln.width();
         let cases: [(&str, fn(&RsaKey, &PrivateJob, usize) -> Option<Limbs>, bool); 4] = [
             (
@@ -570,13 +600,15 @@ mod tests {
             );
             drop(again);
             let y = backend(key, &job, width);
-            let before = faults();
             let mut got = vec![0u8; key.size()];
-            finish_private(key, job, y, &mut got).unwrap();
+            let checked = finish_private(key, job, y, &mut got);
+            assert_eq!(checked.result, Ok(()), "{what}");
             assert_eq!(got, want, "{what}");
-            if counted {
-                assert!(faults() > before, "{what}: the fault is counted");
-            }
+            assert_eq!(
+                checked.crt_faults,
+                u32::from(counted),
+                "{what}: the fault is reported"
+            );
         }
         // Size checks happen before any work.
         assert_eq!(
@@ -624,8 +656,8 @@ mod tests {
                 vec![0u8; key.size()],
                 vec![0u8; key.size()],
             );
-            private_op(&key, &m, &mut a).unwrap();
-            private_op(&plain, &m, &mut b).unwrap();
+            private_op(&key, &m, &mut a).result.unwrap();
+            private_op(&plain, &m, &mut b).result.unwrap();
             assert_eq!(a, oracle_private(&key, &m));
             assert_eq!(b, a);
             public_op(&key, &a, &mut back).unwrap();
@@ -727,7 +759,7 @@ mod tests {
         let m = sample(good.size(), 13);
         let mut out = vec![0u8; good.size()];
         assert_eq!(
-            private_op(&bad, &m, &mut out),
+            private_op(&bad, &m, &mut out).result,
             Err(KaeError::MissingPrivateKey)
         );
     }
@@ -741,8 +773,8 @@ mod tests {
         plain.coeffs.clear();
         let m = sample(good.size(), 5);
         let (mut a, mut b) = (vec![0u8; good.size()], vec![0u8; good.size()]);
-        private_op(good, &m, &mut a).unwrap();
-        private_op(&plain, &m, &mut b).unwrap();
+        private_op(good, &m, &mut a).result.unwrap();
+        private_op(&plain, &m, &mut b).result.unwrap();
         assert_eq!(a, oracle_private(good, &m));
         assert_eq!(b, a);
     }
@@ -766,7 +798,7 @@ mod tests {
         for i in 0..(2 * BLINDING_MAX_USES + 4) {
             let m = sample(key.size(), 3 + i as u8);
             let mut out = vec![0u8; key.size()];
-            private_op(&key, &m, &mut out).unwrap();
+            private_op(&key, &m, &mut out).result.unwrap();
             assert_eq!(out, oracle_private(&key, &m), "operation {i}: wrong result");
             let pool = key.blindings.lock().unwrap();
             assert_eq!(
@@ -801,7 +833,7 @@ mod tests {
         let n = key.n().unwrap().to_be_bytes().unwrap();
         let mut out = vec![0u8; key.size()];
         assert_eq!(
-            private_op(key, &n, &mut out),
+            private_op(key, &n, &mut out).result,
             Err(KaeError::DataTooLargeForModulus)
         );
         assert_eq!(

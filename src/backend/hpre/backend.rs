@@ -1,6 +1,6 @@
-//! The HPRE backend: requests go to UADK's async queues (`wd_do_rsa_async`), the pool's
+//! The HPRE backend: requests go to UADK's async queues (`wd_do_rsa_async`), the offloader's
 //! poller fetches completions (`wd_rsa_poll`), and UADK's callback hands each finished request
-//! back. Private requests arrive blinded (`OpKind::PrivateBlinded`): the caller checks every
+//! back. Private requests arrive blinded (`OpKind::ExponentiateBlinded`): the caller checks every
 //! result with e and unblinds it on the CPU, and a request that fails here (error status,
 //! timeout, isolated device, refused submit) completes with an error that the caller redoes
 //! on the CPU, so the application never sees a hardware error.
@@ -12,12 +12,13 @@
 
 use super::abi::*;
 use super::session::{self, KeySession};
-use super::settings::{HpreConfig, SyncMode};
 use super::uadk::{self, Uadk};
-use crate::backend::registry::BackendKind;
-use crate::backend::{Backend, OpKind, Request, SyncPolicy};
+use crate::backend::{Backend, SyncPolicy};
+use crate::completion::{OpKind, Request};
 use crate::error::KaeError;
 use crate::rsa::RsaKey;
+use crate::settings::hpre::{HpreConfig, SyncMode};
+use crate::settings::BackendKind;
 use core::ffi::c_void;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -60,7 +61,7 @@ struct Shared {
     /// Buffers of synchronous calls that failed (UADK may give up while the device still holds
     /// the request and writes its result later): kept until UADK is torn down.
     abandoned: Mutex<Vec<(Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>)>>,
-    /// Finished requests for the next `poll` to hand to the pool.
+    /// Finished requests for the next `poll` to hand to the offloader.
     done: Mutex<Vec<Request>>,
     next_id: AtomicU64,
     /// Accepted and not yet handed back by `poll`.
@@ -351,7 +352,7 @@ impl HpreBackend {
         let s = key
             .backend_state
             .get_or_make_valid(
-                BackendKind::Hpre,
+                BackendKind::Hpre.name(),
                 |s: &KeySession| match s {
                     KeySession::Ready(s) => s.generation() == self.generation,
                     KeySession::CpuOnly(_) => true,
@@ -370,7 +371,7 @@ impl HpreBackend {
 
     fn op_type(kind: OpKind) -> Option<u8> {
         match kind {
-            OpKind::PrivateBlinded => Some(WD_RSA_SIGN),
+            OpKind::ExponentiateBlinded => Some(WD_RSA_SIGN),
             OpKind::Public => Some(WD_RSA_VERIFY),
             OpKind::Private => None, // HPRE never gets unblinded private work
         }
@@ -528,7 +529,7 @@ impl Backend for HpreBackend {
         let mut b = unsafe { Box::from_raw(ptr) };
         let req = b.req.take().expect("request present");
         if rc == -err::EBUSY {
-            return Err(req); // queues full: the pool waits for a slot
+            return Err(req); // queues full: the offloader waits for a slot
         }
         self.shared.fault(
             1,

@@ -5,9 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-/// Where the kernel lists uacce devices.
-pub const SYSFS_ROOT: &str = "/sys/class/uacce";
-
 /// One HPRE device as sysfs describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Device {

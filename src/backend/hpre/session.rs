@@ -1,5 +1,5 @@
 //! One UADK session per key (and key size), made at the key's first HPRE operation and kept
-//! with the key (`backend::key_state`), never one per operation. The CRT private key and the
+//! with the key (`rsa::key_slot`), never one per operation. The CRT private key and the
 //! public key are set once; UADK copies them into the session, and kae's copies are zeroized
 //! right away.
 //!
@@ -43,7 +43,7 @@ pub(super) fn end_generation(generation: u64, uninit: impl FnOnce()) {
     }
 }
 
-/// Fork handlers for the lifecycle lock (called from the pool's).
+/// Fork handlers for the lifecycle lock (`registry::FORK_HOOKS`).
 pub(crate) fn lock_for_fork() {
     LIVE.lock_for_fork();
 }

@@ -3,6 +3,9 @@
 
 use std::path::PathBuf;
 
+/// Where the kernel lists uacce devices.
+pub const SYSFS_ROOT: &str = "/sys/class/uacce";
+
 /// How a private operation outside an async job reaches the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncMode {
@@ -54,7 +57,7 @@ impl Default for HpreConfig {
         HpreConfig {
             wd_lib: "libwd.so.2".into(),
             crypto_lib: "libwd_crypto.so.2".into(),
-            sysfs: PathBuf::from(super::discovery::SYSFS_ROOT),
+            sysfs: PathBuf::from(SYSFS_ROOT),
             queues: 4,
             sync_queues: 1,
             sync: SyncMode::Queue,

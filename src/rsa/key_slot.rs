@@ -1,38 +1,38 @@
-//! State a backend attaches to a key: an HPRE session with the CRT key set once, a lane-ready
-//! layout of the primes for multi-buffer batches. Made at the key's first use by that backend,
-//! kept with the key, freed with it.
+//! A key's slot for state that whatever computes with it attaches (an HPRE session with the
+//! CRT key set once, a lane-ready layout of the primes): type-erased, tagged with its owner's
+//! name, made at the key's first use by that owner, kept with the key, freed with it (the
+//! state wipes its own secrets when dropped).
 //!
 //! Fork: a child inherits its parent's keys, and with them state that belongs to the parent
 //! (a session on the parent's queues). The child must neither use nor release it, so state is
 //! tagged with the pid that made it: another process rebuilds its own at first use, and the
 //! inherited one is forgotten, never dropped.
 
-use super::registry::BackendKind;
 use crate::error::KaeResult;
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
 struct Attached {
     pid: u32,
-    kind: BackendKind,
+    owner: &'static str,
     state: Arc<dyn Any + Send + Sync>,
 }
 
-/// The backend state slot of one key.
+/// The state slot of one key.
 #[derive(Default)]
-pub struct KeyState {
+pub struct KeySlot {
     slot: Mutex<Option<Attached>>,
 }
 
-impl KeyState {
-    /// The state `kind` attached to this key in this process, made with `make` when there is
-    /// none yet (or only another process's, or another backend's).
+impl KeySlot {
+    /// The state `owner` attached to this key in this process, made with `make` when there is
+    /// none yet (or only another process's, or another owner's).
     pub fn get_or_make<T: Any + Send + Sync>(
         &self,
-        kind: BackendKind,
+        owner: &'static str,
         make: impl FnOnce() -> KaeResult<T>,
     ) -> KaeResult<Arc<T>> {
-        self.get_or_make_in(std::process::id(), kind, make)
+        self.get_or_make_in(std::process::id(), owner, make)
     }
 
     /// [`get_or_make`](Self::get_or_make), where an existing state is kept only while `valid`
@@ -40,32 +40,32 @@ impl KeyState {
     /// replaced by a new one.
     pub fn get_or_make_valid<T: Any + Send + Sync>(
         &self,
-        kind: BackendKind,
+        owner: &'static str,
         valid: impl Fn(&T) -> bool,
         make: impl FnOnce() -> KaeResult<T>,
     ) -> KaeResult<Arc<T>> {
-        self.get_or_make_checked(std::process::id(), kind, valid, make)
+        self.get_or_make_checked(std::process::id(), owner, valid, make)
     }
 
     fn get_or_make_in<T: Any + Send + Sync>(
         &self,
         pid: u32,
-        kind: BackendKind,
+        owner: &'static str,
         make: impl FnOnce() -> KaeResult<T>,
     ) -> KaeResult<Arc<T>> {
-        self.get_or_make_checked(pid, kind, |_| true, make)
+        self.get_or_make_checked(pid, owner, |_| true, make)
     }
 
     fn get_or_make_checked<T: Any + Send + Sync>(
         &self,
         pid: u32,
-        kind: BackendKind,
+        owner: &'static str,
         valid: impl Fn(&T) -> bool,
         make: impl FnOnce() -> KaeResult<T>,
     ) -> KaeResult<Arc<T>> {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(a) = slot.as_ref() {
-            if a.pid == pid && a.kind == kind {
+            if a.pid == pid && a.owner == owner {
                 if let Ok(t) = Arc::clone(&a.state).downcast::<T>() {
                     if valid(&t) {
                         return Ok(t);
@@ -77,7 +77,7 @@ impl KeyState {
         let state = Arc::new(make()?);
         let old = slot.replace(Attached {
             pid,
-            kind,
+            owner,
             state: state.clone(),
         });
         if let Some(old) = old {
@@ -88,13 +88,13 @@ impl KeyState {
         Ok(state)
     }
 
-    /// Whether some state is attached (any process, any backend).
+    /// Whether some state is attached (any process, any owner).
     pub fn is_attached(&self) -> bool {
         self.slot.lock().map(|s| s.is_some()).unwrap_or(false)
     }
 }
 
-impl Drop for KeyState {
+impl Drop for KeySlot {
     fn drop(&mut self) {
         let slot = self.slot.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(a) = slot.take() {
@@ -119,17 +119,17 @@ mod tests {
     }
 
     #[test]
-    fn made_once_per_process_and_backend_freed_with_the_key() {
+    fn made_once_per_process_and_owner_freed_with_the_key() {
         static DROPPED: AtomicUsize = AtomicUsize::new(0);
         let made = AtomicUsize::new(0);
         let make = || {
             made.fetch_add(1, Ordering::SeqCst);
             Ok(Probe(&DROPPED))
         };
-        let ks = KeyState::default();
+        let ks = KeySlot::default();
         let pid = std::process::id();
-        let a = ks.get_or_make_in(pid, BackendKind::Hpre, make).unwrap();
-        let b = ks.get_or_make_in(pid, BackendKind::Hpre, make).unwrap();
+        let a = ks.get_or_make_in(pid, "hpre", make).unwrap();
+        let b = ks.get_or_make_in(pid, "hpre", make).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(made.load(Ordering::SeqCst), 1, "created once");
         drop((a, b));
@@ -141,17 +141,15 @@ mod tests {
     #[test]
     fn a_forked_child_rebuilds_and_never_releases_the_parents_state() {
         static DROPPED: AtomicUsize = AtomicUsize::new(0);
-        let ks = KeyState::default();
+        let ks = KeySlot::default();
         let me = std::process::id();
         // State "made by the parent" (another pid), then used in this process.
         let parent = ks
-            .get_or_make_in(me.wrapping_add(1), BackendKind::Hpre, || {
-                Ok(Probe(&DROPPED))
-            })
+            .get_or_make_in(me.wrapping_add(1), "hpre", || Ok(Probe(&DROPPED)))
             .unwrap();
         drop(parent);
         let child = ks
-            .get_or_make_in(me, BackendKind::Hpre, || Ok(Probe(&DROPPED)))
+            .get_or_make_in(me, "hpre", || Ok(Probe(&DROPPED)))
             .unwrap();
         assert_eq!(
             DROPPED.load(Ordering::SeqCst),
@@ -169,11 +167,11 @@ mod tests {
 
     #[test]
     fn a_failed_make_attaches_nothing() {
-        let ks = KeyState::default();
+        let ks = KeySlot::default();
         let r: KaeResult<Arc<u8>> =
-            ks.get_or_make(BackendKind::Hpre, || Err(crate::error::KaeError::Internal));
+            ks.get_or_make("hpre", || Err(crate::error::KaeError::Internal));
         assert!(r.is_err());
         assert!(!ks.is_attached());
-        assert_eq!(*ks.get_or_make(BackendKind::Hpre, || Ok(7u8)).unwrap(), 7);
+        assert_eq!(*ks.get_or_make("hpre", || Ok(7u8)).unwrap(), 7);
     }
 }

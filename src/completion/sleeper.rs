@@ -1,5 +1,5 @@
-//! Park/unpark for the pool's threads: a spin (work comes in bursts, and a futex wake costs
-//! more than the round trip we aim for), then park, so an idle pool uses no CPU.
+//! Park/unpark for kae's worker and poller threads: a spin (work comes in bursts, and a futex
+//! wake costs more than the round trip we aim for), then park, so idle threads use no CPU.
 //!
 //! The spin adapts to the gaps between pieces of work. One application thread with one job in
 //! flight (HAProxy at one connection, `openssl speed -async_jobs 1`) hands the worker its next
@@ -16,17 +16,17 @@ use std::time::{Duration, Instant};
 /// Shortest spin before parking, µs (`KAE_SPIN_US`, default 10; 0 = park at once).
 fn min_spin_us() -> u64 {
     static SPIN: OnceLock<u64> = OnceLock::new();
-    *SPIN.get_or_init(|| crate::provider::spin_bounds().0)
+    *SPIN.get_or_init(|| crate::settings::spin_bounds().0)
 }
 
 /// Longest adaptive spin, µs (`KAE_SPIN_MAX_US`, default 300): gaps longer than this are idle
 /// time, not the hand-back of a single in-flight job. Both are checked at provider init.
 fn max_spin_us() -> u64 {
     static SPIN: OnceLock<u64> = OnceLock::new();
-    *SPIN.get_or_init(|| crate::provider::spin_bounds().1)
+    *SPIN.get_or_init(|| crate::settings::spin_bounds().1)
 }
 
-/// The minimum spin, for other waits on the pool's hot path.
+/// The minimum spin, for other waits on the offload hot path.
 pub(crate) fn spin_budget() -> Duration {
     Duration::from_micros(min_spin_us())
 }

@@ -11,8 +11,14 @@
 use std::cell::RefCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-/// Usable bytes: more than twice the deepest kernel call measured.
-pub const SIZE: usize = 64 * 1024;
+/// Usable bytes: more than twice the deepest kernel call measured in an optimised build.
+/// Unoptimised (debug) builds keep every unrolled temporary in its own stack slot, so their
+/// frames are many times larger: a test or debug build gets a bigger stack, not a segfault.
+pub const SIZE: usize = if cfg!(debug_assertions) {
+    4 * 1024 * 1024
+} else {
+    64 * 1024
+};
 
 struct KernelStack {
     /// The mapping: one guard page, then `SIZE` usable bytes.

@@ -21,7 +21,7 @@ use super::Backend;
 use crate::completion::{Completer, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
 use crate::mb::{self, Engine, PreparedLane, Size};
-use crate::rsa::ct_limbs::{self, Limbs};
+use crate::rsa::ct_limbs::{self, BigNumLimbs, Limbs};
 use crate::rsa::RsaKey;
 use crate::settings::mb::MbConfig;
 use crate::settings::BackendKind;

@@ -161,25 +161,24 @@ impl BigNum {
         Ok(())
     }
 
-    /// The value as `words` little-endian limbs (`BN_bn2lebinpad`, which reads the whole
+    /// The value as `len` little-endian bytes (`BN_bn2lebinpad`, which reads the whole
     /// allocated limb array whatever the value; fails when the value does not fit).
-    pub fn to_limbs(&self, words: usize) -> KaeResult<crate::rsa::ct_limbs::Limbs> {
-        let mut buf = zeroize::Zeroizing::new(vec![0u8; words * 8]);
-        let len = c_int::try_from(buf.len()).map_err(|_| KaeError::InvalidLength)?;
-        // SAFETY: self owns a live BIGNUM, only read; buf is our own buffer, writable for len
+    pub fn to_le_padded(&self, len: usize) -> KaeResult<zeroize::Zeroizing<Vec<u8>>> {
+        let mut buf = zeroize::Zeroizing::new(vec![0u8; len]);
+        let n = c_int::try_from(len).map_err(|_| KaeError::InvalidLength)?;
+        // SAFETY: self owns a live BIGNUM, only read; buf is our own buffer, writable for n
         // bytes.
-        let r = unsafe { BN_bn2lebinpad(self.as_ptr(), buf.as_mut_ptr(), len) };
+        let r = unsafe { BN_bn2lebinpad(self.as_ptr(), buf.as_mut_ptr(), n) };
         if r < 0 {
             return Err(KaeError::BignumFailure);
         }
-        Ok(crate::rsa::ct_limbs::from_le_bytes(&buf))
+        Ok(buf)
     }
 
-    /// A number on the secure heap from little-endian limbs, with BN_FLG_CONSTTIME when
+    /// A number on the secure heap from little-endian bytes, with BN_FLG_CONSTTIME when
     /// `consttime` (leave it off only for a value next raised to a public exponent).
     /// libcrypto trims leading zero limbs (`bn_correct_top`), its one value-dependent step.
-    pub fn from_limbs(limbs: &[u64], consttime: bool) -> KaeResult<Self> {
-        let bytes = crate::rsa::ct_limbs::to_le_bytes(limbs);
+    pub fn from_le_secure(bytes: &[u8], consttime: bool) -> KaeResult<Self> {
         let mut bn = Self::new_secure_unflagged()?;
         let len = c_int::try_from(bytes.len()).map_err(|_| KaeError::InvalidLength)?;
         // SAFETY: bytes is valid for len bytes; bn is owned.

@@ -12,6 +12,8 @@
 //!
 //! Results are always fully reduced (`< m`), so widths never shrink with the value.
 
+use crate::error::KaeResult;
+use crate::ffi::bn::BigNum;
 use zeroize::{Zeroize, Zeroizing};
 
 /// A value derived from secrets that is public by design (a prime's width, whether the fault
@@ -323,6 +325,26 @@ pub fn eq(a: &[u64], b: &[u64]) -> u64 {
     // acc == 0 → 1, otherwise 0, without a comparison branch
     let nz = (acc | acc.wrapping_neg()) >> 63;
     nz ^ 1
+}
+
+/// Limbs to and from libcrypto's numbers (the conversions live here, with the limbs, so the
+/// FFI layer needs nothing of `rsa`). `BigNum::from_limbs` reads as before with this in scope.
+pub trait BigNumLimbs: Sized {
+    /// The value as `words` little-endian limbs; fails when it does not fit.
+    fn to_limbs(&self, words: usize) -> KaeResult<Limbs>;
+    /// A number on the secure heap from little-endian limbs, with BN_FLG_CONSTTIME when
+    /// `consttime` (leave it off only for a value next raised to a public exponent).
+    fn from_limbs(limbs: &[u64], consttime: bool) -> KaeResult<Self>;
+}
+
+impl BigNumLimbs for BigNum {
+    fn to_limbs(&self, words: usize) -> KaeResult<Limbs> {
+        Ok(from_le_bytes(&self.to_le_padded(words * 8)?))
+    }
+
+    fn from_limbs(limbs: &[u64], consttime: bool) -> KaeResult<Self> {
+        BigNum::from_le_secure(&to_le_bytes(limbs), consttime)
+    }
 }
 
 /// Little-endian bytes (length a multiple of 8) to limbs.

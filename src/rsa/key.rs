@@ -3,7 +3,7 @@
 
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::bn::{BigNum, BnCtx, MontCtx};
-use crate::rsa::ct_limbs::{Limbs, Modulus};
+use crate::rsa::ct_limbs::{BigNumLimbs, Limbs, Modulus};
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::DigestId;
 use std::sync::atomic::{AtomicU32, Ordering};

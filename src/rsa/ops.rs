@@ -9,7 +9,7 @@
 
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::bn::{arith, BigNum, BnCtx};
-use crate::rsa::ct_limbs::{self, Limbs};
+use crate::rsa::ct_limbs::{self, BigNumLimbs, Limbs};
 use crate::rsa::key::{Blinding, CrtCache, RsaKey};
 
 /// A blinding pair is refreshed (new r) after this many uses; in between it is updated by

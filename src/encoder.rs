@@ -16,6 +16,7 @@
 //!
 //! Listed only when the private default provider is loaded (`load-default = yes`).
 
+use crate::abi::Table;
 use crate::error::KaeError;
 use crate::ffi::core::Failure;
 use crate::ffi::encode::{
@@ -25,7 +26,7 @@ use crate::ffi::params::{desc, ParamTable, Params, END};
 use crate::ffi::sys::*;
 use crate::ffi::{guard, guard_ptr};
 use crate::keymgmt::KeyObj;
-use crate::provider::{ProvCtx, Table, RSA_NAMES, RSA_PSS_NAMES};
+use crate::provider::{ProvCtx, RSA_NAMES, RSA_PSS_NAMES};
 use crate::rsa::{KeyType, RsaKey};
 use core::ffi::{c_int, c_void, CStr};
 use std::ffi::CString;

@@ -1,13 +1,14 @@
 //! RSA and RSA-PSS key management: new/free/dup, has, match, validate, import/export,
 //! parameters, key generation. The dispatch tables are at the bottom.
 
+use crate::abi::Table;
 use crate::error::KaeError;
 use crate::ffi::bn::BigNum;
 use crate::ffi::core::Failure;
 use crate::ffi::params::{desc, ParamBuilder, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
 use crate::ffi::{guard, guard_ptr};
-use crate::provider::{ProvCtx, Table};
+use crate::provider::ProvCtx;
 use crate::rsa::padding::DigestId;
 use crate::rsa::{KeyType, PssRestrictions, RsaKey};
 use core::ffi::{c_char, c_int, c_void, CStr};

@@ -8,6 +8,7 @@
 
 extern crate openssl_sys;
 
+pub mod abi;
 pub mod asym_cipher;
 pub mod backend;
 pub mod core_version;

@@ -15,11 +15,12 @@
 //! The application's parent generator (its seed source) is not used: entropy comes from
 //! the private context's own chain, which reseeds after `fork()` by itself.
 
+use crate::abi::Table;
 use crate::error::KaeError;
 use crate::ffi::params::Params;
 use crate::ffi::sys::*;
 use crate::ffi::{guard, guard_ptr, Core};
-use crate::provider::{ProvCtx, Table};
+use crate::provider::ProvCtx;
 use core::ffi::{c_int, c_uchar, c_uint, c_void, CStr};
 use std::sync::{Arc, LazyLock};
 

@@ -5,6 +5,7 @@
 //! with a fixed digest, used through `EVP_PKEY_sign_message_*` / `EVP_PKEY_verify_message_*`
 //! or `EVP_PKEY_sign` on a digest), listed only on 3.4+ cores; see "Composite algorithms".
 
+use crate::abi::Table;
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
 use crate::ffi::core::with_ctx;
@@ -14,7 +15,7 @@ use crate::ffi::guard_ptr;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
 use crate::keymgmt::KeyObj;
-use crate::provider::{ProvCtx, Table};
+use crate::provider::ProvCtx;
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::{pkcs1, pss, x931, DigestId};
 use crate::rsa::{KeyType, PadMode, RsaKey};

@@ -9,7 +9,7 @@ mod entry;
 mod registry;
 mod relist;
 
-pub use algorithms::{Table, RSA_NAMES, RSA_PSS_NAMES};
+pub use algorithms::{RSA_NAMES, RSA_PSS_NAMES};
 pub use build_info::{BUILDINFO, VERSION};
 pub(crate) use config::parse_bool;
 pub use config::Config;

@@ -2,11 +2,12 @@
 //! pointers the core passes back.
 
 use super::config::Config;
-use super::relist::ProxyTable;
+use crate::abi::Table;
 use crate::ffi::sys::*;
 use crate::ffi::Core;
 use core::ffi::{c_int, c_void};
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::sync::{Arc, Mutex, RwLock};
 
 /// Per-instance provider state; `provctx` handed to OpenSSL is an `Arc<ProvCtx>` raw pointer.
@@ -29,6 +30,13 @@ pub struct ProvCtx {
     pub(super) default_libctx: *mut OSSL_LIB_CTX,
     /// Algorithm tables of the default provider re-labelled `provider=kae`, per operation.
     pub(super) proxied: Mutex<HashMap<c_int, ProxyTable>>,
+}
+
+/// A copy of one of the default provider's algorithm tables with our property strings
+/// (`relist.rs` fills it), or kae's table merged with such a copy.
+pub(super) struct ProxyTable {
+    pub(super) algs: Table<OSSL_ALGORITHM>,
+    pub(super) _props: Vec<CString>,
 }
 
 /// Provider contexts by the pointer the core passes back to us. With the default provider
@@ -94,6 +102,18 @@ impl ProvCtx {
                 OSSL_LIB_CTX_free(self.libctx);
             }
         }
+    }
+
+    /// Fetches digest `name` in this instance's child library context.
+    pub fn fetch_md(
+        &self,
+        name: &str,
+        props: Option<&str>,
+    ) -> Result<crate::ffi::digest::Md, crate::error::KaeError> {
+        // SAFETY: libctx is this instance's child library context, created in init and freed
+        // only at teardown, which the core runs once it holds no object of ours: every digest
+        // fetched here lives in an operation context or key, freed before that.
+        unsafe { crate::ffi::digest::Md::fetch(self.libctx, name, props) }
     }
 
     /// Whether the running core is at least `major.minor`.

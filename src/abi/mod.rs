@@ -1,5 +1,5 @@
 //! The C ABI the core calls: every `extern "C"` shim and dispatch table of the migrated
-//! operations, made from one Rust trait per operation (`kem.rs`).
+//! operations, made from one Rust trait per operation (`kem.rs`, `asym_cipher.rs`, `rand.rs`).
 //!
 //! This module is where the core's pointers become Rust values, once for every operation:
 //! the provider context pointer becomes an `Arc<ProvCtx>`, an operation context `void *` a
@@ -9,7 +9,9 @@
 //! guard, which raises a failure through the core and returns the C value for it. The
 //! operations themselves are safe Rust (`#![deny(unsafe_code)]`).
 
+pub mod asym_cipher;
 pub mod kem;
+pub mod rand;
 
 use crate::error::KaeError;
 use crate::ffi::core::{guard, Core, Failure};
@@ -173,6 +175,22 @@ unsafe fn params_mut<'a>(p: *mut OSSL_PARAM) -> ParamsMut<'a> {
 unsafe fn input<'a>(p: *const u8, len: usize) -> Result<&'a [u8], Failure> {
     // SAFETY: the caller's contract is in_slice's.
     Ok(unsafe { crate::ffi::in_slice(p, len) }?)
+}
+
+/// The core's output buffer (NULL only when empty).
+///
+/// # Safety
+/// When `p` is non-NULL and `len` > 0, `p` is valid for writes of `len` bytes, and nothing
+/// else reads or writes them during the call.
+unsafe fn output<'a>(p: *mut u8, len: usize) -> Result<&'a mut [u8], Failure> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(KaeError::NullParameter.into());
+    }
+    // SAFETY: non-NULL and len > 0 (checked), so writable for len bytes (the contract).
+    Ok(unsafe { core::slice::from_raw_parts_mut(p, len) })
 }
 
 /// Stores `len` through a length pointer of the core, unless it is NULL.

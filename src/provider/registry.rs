@@ -3,9 +3,11 @@
 
 use super::config::Config;
 use crate::abi::Table;
+use crate::error::KaeError;
+use crate::ffi::rand::Drbg;
 use crate::ffi::sys::*;
 use crate::ffi::Core;
-use core::ffi::{c_int, c_void};
+use core::ffi::{c_int, c_void, CStr};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex, RwLock};
@@ -114,6 +116,29 @@ impl ProvCtx {
         // only at teardown, which the core runs once it holds no object of ours: every digest
         // fetched here lives in an operation context or key, freed before that.
         unsafe { crate::ffi::digest::Md::fetch(self.libctx, name, props) }
+    }
+
+    /// A new DRBG of type `name` in the private default context, chained to its primary.
+    pub fn private_drbg(&self, name: &CStr) -> Result<Drbg, KaeError> {
+        if self.default_libctx.is_null() {
+            return Err(KaeError::DefaultProviderUnavailable);
+        }
+        // SAFETY: our private library context (non-NULL, checked), freed only at teardown,
+        // which the core runs once it holds no generator of ours.
+        unsafe { Drbg::new(self.default_libctx, name) }
+    }
+
+    /// The settable (or gettable) parameters of the private default context's DRBG `name`.
+    pub fn private_drbg_params(
+        &self,
+        name: &CStr,
+        settable: bool,
+    ) -> Result<Option<&'static [OSSL_PARAM]>, KaeError> {
+        if self.default_libctx.is_null() {
+            return Err(KaeError::DefaultProviderUnavailable);
+        }
+        // SAFETY: as in private_drbg; its default provider stays loaded until teardown.
+        unsafe { Drbg::described(self.default_libctx, name, settable) }
     }
 
     /// Whether the running core is at least `major.minor`.

@@ -5,7 +5,7 @@
 #![deny(unsafe_code)]
 
 use crate::abi::asym_cipher::AsymCipher;
-use crate::abi::{CtxParams, OpCtx, Table};
+use crate::abi::{CtxParams, Duplicate, OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::core::Failure;
 use crate::ffi::digest::Md;
@@ -383,12 +383,14 @@ impl OpCtx for CipherCtx {
         })
     }
 
-    fn dup(&self) -> Result<Self, Failure> {
-        Ok(self.clone())
-    }
-
     fn provider(&self) -> &ProvCtx {
         &self.prov
+    }
+}
+
+impl Duplicate for CipherCtx {
+    fn dup(&self) -> Result<Self, Failure> {
+        Ok(self.clone())
     }
 }
 

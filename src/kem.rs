@@ -18,7 +18,7 @@
 #![deny(unsafe_code)]
 
 use crate::abi::kem::Kem;
-use crate::abi::{CtxParams, OpCtx, Table};
+use crate::abi::{CtxParams, Duplicate, OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
 use crate::ffi::core::Failure;
@@ -149,12 +149,14 @@ impl OpCtx for KemCtx {
         })
     }
 
-    fn dup(&self) -> Result<Self, Failure> {
-        Ok(self.clone())
-    }
-
     fn provider(&self) -> &ProvCtx {
         &self.prov
+    }
+}
+
+impl Duplicate for KemCtx {
+    fn dup(&self) -> Result<Self, Failure> {
+        Ok(self.clone())
     }
 }
 

@@ -73,7 +73,8 @@ impl KeyObj {
         // guarantees no other reference to it exists during 'a.
         unsafe { p.cast::<KeyObj>().as_mut() }
     }
-    fn into_raw(self) -> *mut c_void {
+    /// Hands the object to the core (which frees it with `free_object` or keymgmt `free`).
+    pub(crate) fn into_raw(self) -> *mut c_void {
         Box::into_raw(Box::new(self)).cast()
     }
 }
@@ -411,13 +412,13 @@ pub(crate) fn import_object(
     kind: KeyType,
     selection: c_int,
     params: &Params<'_>,
-) -> Result<*mut c_void, Failure> {
+) -> Result<KeyObj, Failure> {
     let mut key = RsaKey::empty(kind);
     // SAFETY: prov.libctx is the instance's child library context, freed only by teardown,
     // after every key object of the instance (this key goes into one below) is freed.
     unsafe { key.set_libctx(prov.libctx) };
     import_into(&mut key, selection, params)?;
-    Ok(KeyObj::new(prov, key).into_raw())
+    Ok(KeyObj::new(prov, key))
 }
 
 /// Frees a key object made by this module; NULL and pointers that are not our key objects are

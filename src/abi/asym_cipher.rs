@@ -5,7 +5,7 @@ use super::*;
 /// An asymmetric cipher. Each direction says first how much it may write (`*_size`): a size
 /// query answers that, and a smaller buffer is refused before any work, so whether a
 /// decryption succeeds never depends on the length of a secret message.
-pub trait AsymCipher: OpCtx + CtxParams {
+pub trait AsymCipher: OpCtx + Duplicate + CtxParams {
     /// `key` is None for NULL (keep the current key) and for another provider's key object.
     fn encrypt_init(&mut self, key: Option<&KeyObj>, params: &Params<'_>) -> Result<(), Failure>;
     fn decrypt_init(&mut self, key: Option<&KeyObj>, params: &Params<'_>) -> Result<(), Failure>;

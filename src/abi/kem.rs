@@ -3,7 +3,7 @@
 use super::*;
 
 /// A key encapsulation mechanism whose ciphertext and secret are both `size()` bytes.
-pub trait Kem: OpCtx + CtxParams {
+pub trait Kem: OpCtx + Duplicate + CtxParams {
     /// `key` is None for NULL and for another provider's key object.
     fn encapsulate_init(
         &mut self,

@@ -1,5 +1,5 @@
 //! The C ABI the core calls: every `extern "C"` shim and dispatch table of the migrated
-//! operations, made from one Rust trait per operation (`kem.rs`, `asym_cipher.rs`, `rand.rs`).
+//! operations, made from one Rust trait per operation (`kem.rs`, `asym_cipher.rs`, `rand.rs`, `encoder.rs`).
 //!
 //! This module is where the core's pointers become Rust values, once for every operation:
 //! the provider context pointer becomes an `Arc<ProvCtx>`, an operation context `void *` a
@@ -10,6 +10,7 @@
 //! operations themselves are safe Rust (`#![deny(unsafe_code)]`).
 
 pub mod asym_cipher;
+pub mod encoder;
 pub mod kem;
 pub mod rand;
 
@@ -78,13 +79,17 @@ macro_rules! dispatch {
     };
 }
 
-/// An operation context: what `newctx` makes for the core, `dupctx` copies and `freectx`
-/// drops. The core holds it as a `void *` and never uses one from two threads at once.
+/// An operation context: what `newctx` makes for the core and `freectx` drops. The core
+/// holds it as a `void *` and never uses one from two threads at once.
 pub trait OpCtx: Sized + 'static {
     fn new(prov: Arc<ProvCtx>) -> Result<Self, Failure>;
-    fn dup(&self) -> Result<Self, Failure>;
     /// The instance whose core hears of this context's failures.
     fn provider(&self) -> &ProvCtx;
+}
+
+/// An operation context the core may copy (`dupctx`).
+pub trait Duplicate: OpCtx {
+    fn dup(&self) -> Result<Self, Failure>;
 }
 
 /// The settable and gettable parameters of an operation context.
@@ -266,7 +271,7 @@ unsafe extern "C" fn freectx<C: OpCtx>(ctx: *mut c_void) {
     }
 }
 
-unsafe extern "C" fn dupctx<C: OpCtx>(ctx: *mut c_void) -> *mut c_void {
+unsafe extern "C" fn dupctx<C: Duplicate>(ctx: *mut c_void) -> *mut c_void {
     // SAFETY: the core passes a context our newctx/dupctx returned (or NULL), not yet freed.
     let Some(c) = (unsafe { ctx_mut::<C>(ctx) }) else {
         return core::ptr::null_mut();

@@ -4,6 +4,8 @@
 use super::config::Config;
 use crate::abi::Table;
 use crate::error::KaeError;
+use crate::ffi::encode::{cipher_available, CoreBio, CoreOut, Pkey};
+use crate::ffi::params::OwnedParams;
 use crate::ffi::rand::Drbg;
 use crate::ffi::sys::*;
 use crate::ffi::Core;
@@ -139,6 +141,42 @@ impl ProvCtx {
         }
         // SAFETY: as in private_drbg; its default provider stays loaded until teardown.
         unsafe { Drbg::described(self.default_libctx, name, settable) }
+    }
+
+    /// Whether kae loaded the default provider into its private library context.
+    pub fn has_private_default(&self) -> bool {
+        !self.default_libctx.is_null()
+    }
+
+    /// `EVP_PKEY_fromdata` of `params` in the private default context (kae's encoders
+    /// encode there).
+    pub fn private_pkey(
+        &self,
+        key_type: &CStr,
+        selection: c_int,
+        params: &OwnedParams,
+    ) -> Result<Pkey, KaeError> {
+        if self.default_libctx.is_null() {
+            return Err(KaeError::DefaultProviderUnavailable);
+        }
+        // SAFETY: our private library context (non-NULL, checked), freed only at teardown,
+        // which the core runs once no call of ours is in progress; the key is dropped within
+        // the call that made it.
+        unsafe { Pkey::from_params(self.default_libctx, key_type, selection, params) }
+    }
+
+    /// Whether cipher `name` can be fetched with `props` in the private default context
+    /// (the default library context with `load-default = no`).
+    pub fn private_cipher_available(&self, name: &CStr, props: Option<&CStr>) -> bool {
+        // SAFETY: NULL or our private library context, freed only at teardown.
+        unsafe { cipher_available(self.default_libctx, name, props) }
+    }
+
+    /// A BIO writing to the application's output of the current `encode` call.
+    pub fn core_bio<'o>(&self, out: &'o mut CoreOut<'_>) -> Result<CoreBio<'o>, KaeError> {
+        // SAFETY: libctx is our child library context, made from the core's dispatch table
+        // by OSSL_LIB_CTX_new_child in init and freed only at teardown.
+        unsafe { CoreBio::new(self.libctx, out) }
     }
 
     /// Whether the running core is at least `major.minor`.

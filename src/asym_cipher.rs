@@ -5,13 +5,13 @@
 #![deny(unsafe_code)]
 
 use crate::abi::asym_cipher::AsymCipher;
+use crate::abi::key::KeyObj;
 use crate::abi::{CtxParams, Duplicate, OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::core::Failure;
 use crate::ffi::digest::Md;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::keymgmt::KeyObj;
 use crate::provider::ProvCtx;
 use crate::rsa::padding::{oaep, pkcs1};
 use crate::rsa::{KeyType, PadMode, RsaKey};
@@ -90,7 +90,7 @@ impl CipherCtx {
 
     fn set_cipher_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = crate::rsa::pad_mode_param(&p)?;
+            let mode = crate::provider::pad_mode(&p)?;
             if matches!(mode, PadMode::Pss | PadMode::X931) {
                 return Err(Failure::with(
                     KaeError::InvalidPaddingMode,

@@ -20,13 +20,13 @@
 #![deny(unsafe_code)]
 
 use crate::abi::encoder::Encoder;
+use crate::abi::key::KeyObj;
 use crate::abi::{OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::core::Failure;
 use crate::ffi::encode::{CoreOut, EncoderCtx, MemBio, Passphrase};
 use crate::ffi::params::{desc, ParamTable, Params, END};
 use crate::ffi::sys::*;
-use crate::keymgmt::KeyObj;
 use crate::provider::{ProvCtx, RSA_NAMES, RSA_PSS_NAMES};
 use crate::rsa::{KeyType, RsaKey};
 use core::ffi::{c_int, CStr};

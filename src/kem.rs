@@ -18,13 +18,13 @@
 #![deny(unsafe_code)]
 
 use crate::abi::kem::Kem;
+use crate::abi::key::KeyObj;
 use crate::abi::{CtxParams, Duplicate, OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
 use crate::ffi::core::Failure;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::keymgmt::KeyObj;
 use crate::provider::ProvCtx;
 use crate::rsa::{KeyType, RsaKey};
 use core::cmp::Ordering;

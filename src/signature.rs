@@ -5,6 +5,7 @@
 //! with a fixed digest, used through `EVP_PKEY_sign_message_*` / `EVP_PKEY_verify_message_*`
 //! or `EVP_PKEY_sign` on a digest), listed only on 3.4+ cores; see "Composite algorithms".
 
+use crate::abi::key::KeyObj;
 use crate::abi::Table;
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
@@ -14,7 +15,6 @@ use crate::ffi::digest::{Md, MdCtx};
 use crate::ffi::guard_ptr;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::keymgmt::KeyObj;
 use crate::provider::ProvCtx;
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::{pkcs1, pss, x931, DigestId};
@@ -161,7 +161,7 @@ impl SigCtx {
 
     fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = crate::rsa::pad_mode_param(&p)?;
+            let mode = crate::provider::pad_mode(&p)?;
             match mode {
                 PadMode::Oaep | PadMode::Pkcs1Tls => {
                     return Err(Failure::with(

@@ -68,7 +68,7 @@ unsafe extern "C" fn import_object<C: Encoder>(
 
 unsafe extern "C" fn free_object(obj: *mut c_void) {
     // SAFETY: the core frees, once, what our import_object made.
-    let _ = std::panic::catch_unwind(|| unsafe { crate::keymgmt::free_object(obj) });
+    let _ = std::panic::catch_unwind(|| unsafe { super::key::free_object(obj) });
 }
 
 unsafe extern "C" fn encode<C: Encoder>(

@@ -12,15 +12,16 @@
 pub mod asym_cipher;
 pub mod encoder;
 pub mod kem;
+pub mod key;
 pub mod rand;
 
 use crate::error::KaeError;
 use crate::ffi::core::{guard, Core, Failure};
 use crate::ffi::params::{Params, ParamsMut};
 use crate::ffi::sys::*;
-use crate::keymgmt::KeyObj;
 use crate::provider::ProvCtx;
 use core::ffi::{c_int, c_void};
+use key::KeyObj;
 use std::sync::Arc;
 use zeroize::Zeroizing;
 
@@ -68,11 +69,14 @@ pub const ALG_END: OSSL_ALGORITHM = OSSL_ALGORITHM {
 macro_rules! dispatch {
     ($( $id:expr => $f:expr ),* $(,)?) => {
         $crate::abi::Table(vec![
-            $( $crate::ffi::sys::OSSL_DISPATCH {
-                function_id: $id,
-                // SAFETY: OpenSSL casts the pointer back to the type documented for `$id`,
-                // which is the type of `$f`.
-                function: Some(unsafe { core::mem::transmute::<*const (), unsafe extern "C" fn()>($f as *const ()) }),
+            $( {
+                let f = $f as *const ();
+                $crate::ffi::sys::OSSL_DISPATCH {
+                    function_id: $id,
+                    // SAFETY: OpenSSL casts the pointer back to the type documented for `$id`,
+                    // which is the type of `$f`.
+                    function: Some(unsafe { core::mem::transmute::<*const (), unsafe extern "C" fn()>(f) }),
+                }
             }, )*
             $crate::ffi::sys::OSSL_DISPATCH { function_id: 0, function: None },
         ])

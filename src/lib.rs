@@ -2,8 +2,8 @@
 //!
 //! Layout (see ARCHITECTURE.md): `ffi` wraps libcrypto and the core's functions; `abi` is
 //! the C face of the operations: their `extern "C"` shims and dispatch tables, made from one
-//! trait per operation. `kem`, `asym_cipher`, `rand` and `encoder` implement those traits in
-//! safe Rust; `keymgmt` and `signature` still carry their own shims. `provider` is the
+//! trait per operation. `kem`, `asym_cipher`, `rand`, `encoder` and `signature` implement
+//! those traits in safe Rust; `keymgmt` still carries its own shims. `provider` is the
 //! provider object (entry, configuration, instances, algorithm lists); `rsa` holds the key
 //! object, arithmetic and padding; `backend` is the seam to the CPU / hardware executors.
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -1,5 +1,6 @@
 //! The C ABI the core calls: every `extern "C"` shim and dispatch table of the migrated
-//! operations, made from one Rust trait per operation (`kem.rs`, `asym_cipher.rs`, `rand.rs`, `encoder.rs`).
+//! operations, made from one Rust trait per operation (`kem.rs`, `asym_cipher.rs`, `rand.rs`,
+//! `encoder.rs`, `signature.rs`), and the key object the core holds (`key.rs`).
 //!
 //! This module is where the core's pointers become Rust values, once for every operation:
 //! the provider context pointer becomes an `Arc<ProvCtx>`, an operation context `void *` a
@@ -14,6 +15,7 @@ pub mod encoder;
 pub mod kem;
 pub mod key;
 pub mod rand;
+pub mod signature;
 
 use crate::error::KaeError;
 use crate::ffi::core::{guard, Core, Failure};

@@ -1,23 +1,26 @@
 //! RSA asymmetric cipher: encrypt / decrypt with PKCS#1 v1.5 (implicit rejection on by
-//! default in OpenSSL 3.2+ cores, absent before, as in the core's default provider), OAEP, none, and the TLS premaster mode (RFC 5246 §7.4.7.1). Table at the bottom.
+//! default in OpenSSL 3.2+ cores, absent before, as in the core's default provider), OAEP,
+//! none, and the TLS premaster mode (RFC 5246 §7.4.7.1), as safe Rust behind the
+//! [`AsymCipher`] trait; its C side is `abi::asym_cipher`.
+#![deny(unsafe_code)]
 
+use crate::abi::asym_cipher::AsymCipher;
+use crate::abi::key::KeyObj;
+use crate::abi::{CtxParams, Duplicate, OpCtx, Table};
 use crate::error::KaeError;
-use crate::ffi::core::with_ctx;
 use crate::ffi::core::Failure;
 use crate::ffi::digest::Md;
-use crate::ffi::guard_ptr;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::keymgmt::KeyObj;
-use crate::provider::{ProvCtx, Table};
+use crate::provider::ProvCtx;
 use crate::rsa::padding::{oaep, pkcs1};
 use crate::rsa::{KeyType, PadMode, RsaKey};
-use core::ffi::{c_int, c_uchar, c_void};
 use std::sync::{Arc, LazyLock};
 use zeroize::Zeroizing;
 
 const TLS_PREMASTER_LEN: usize = 48;
 
+#[derive(Clone)]
 pub struct CipherCtx {
     prov: Arc<ProvCtx>,
     key: Option<Arc<RsaKey>>,
@@ -38,10 +41,8 @@ impl CipherCtx {
     }
 
     fn fetch(&self, name: &str, props: Option<&str>) -> Result<Md, Failure> {
-        // SAFETY: prov.libctx is this instance's child library context, created in init and
-        // freed only at teardown; the digest lives in this operation context, which the core
-        // frees before it tears the provider down.
-        unsafe { Md::fetch(self.prov.libctx, name, props) }
+        self.prov
+            .fetch_md(name, props)
             .map_err(|e| Failure::with(e, format!("digest={name}")))
     }
 
@@ -55,14 +56,11 @@ impl CipherCtx {
 
     fn init(
         &mut self,
-        keydata: *mut c_void,
-        params: *const OSSL_PARAM,
+        key: Option<&KeyObj>,
+        params: &Params<'_>,
         decrypt: bool,
     ) -> Result<(), Failure> {
-        // SAFETY: keydata is what op_init got from the core: NULL (keep the current key) or a
-        // keydata of at least 8 readable, aligned bytes, as from_ptr asks; only ours passes the tag
-        // check.
-        if let Some(obj) = unsafe { KeyObj::from_ptr(keydata) } {
+        if let Some(obj) = key {
             self.key = Some(obj.key.clone());
         }
         let key = self.key()?;
@@ -87,14 +85,12 @@ impl CipherCtx {
         // On by default from OpenSSL 3.2; before, the default provider has no implicit
         // rejection (a padding error is an error) and no parameter for it.
         self.implicit_rejection = self.prov.core_version.implicit_rejection();
-        // SAFETY: params is the argument op_init received from the core: NULL or a terminated array
-        // valid for this call.
-        self.set_params(&unsafe { Params::from_ptr(params) })
+        self.set_cipher_params(params)
     }
 
-    fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
+    fn set_cipher_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = crate::rsa::pad_mode_param(&p)?;
+            let mode = crate::provider::pad_mode(&p)?;
             if matches!(mode, PadMode::Pss | PadMode::X931) {
                 return Err(Failure::with(
                     KaeError::InvalidPaddingMode,
@@ -143,7 +139,7 @@ impl CipherCtx {
         Ok(())
     }
 
-    fn get_params(&mut self, ps: &mut ParamsMut<'_>) -> Result<(), Failure> {
+    fn get_cipher_params(&mut self, ps: &mut ParamsMut<'_>) -> Result<(), Failure> {
         if let Some(mut p) = ps.locate(c"pad-mode") {
             if p.data_type() == OSSL_PARAM_INTEGER {
                 p.set_int(self.pad as i32)?;
@@ -190,7 +186,7 @@ impl CipherCtx {
         Ok(())
     }
 
-    fn encrypt(&mut self, msg: &[u8], out: &mut [u8]) -> Result<(), Failure> {
+    fn encrypt_message(&mut self, msg: &[u8], out: &mut [u8]) -> Result<(), Failure> {
         self.check_label_use()?;
         let key = self.key.clone().ok_or(KaeError::MissingKey)?;
         let k = key.size();
@@ -243,7 +239,7 @@ impl CipherCtx {
     /// Decrypts into a buffer of exactly `max_output()` bytes: the message is at its front,
     /// the rest is zero, and the message length comes back beside it. The caller copies the
     /// whole buffer, so neither the copy nor the length store branches on the length.
-    fn decrypt(&mut self, ct: &[u8]) -> Result<(Zeroizing<Vec<u8>>, usize), Failure> {
+    fn decrypt_message(&mut self, ct: &[u8]) -> Result<(Zeroizing<Vec<u8>>, usize), Failure> {
         let key = self.key.clone().ok_or(KaeError::MissingKey)?;
         let k = key.size();
         // Like OpenSSL's default provider, a ciphertext shorter than the modulus is the
@@ -324,220 +320,6 @@ impl CipherCtx {
     fn tls_mode(&self) -> bool {
         self.pad == PadMode::Pkcs1Tls
     }
-
-    fn try_clone(&self) -> CipherCtx {
-        CipherCtx {
-            prov: self.prov.clone(),
-            key: self.key.clone(),
-            pad: self.pad,
-            oaep_md: self.oaep_md.clone(),
-            mgf1_md: self.mgf1_md.clone(),
-            oaep_propq: self.oaep_propq.clone(),
-            mgf1_propq: self.mgf1_propq.clone(),
-            label: self.label.clone(),
-            client_version: self.client_version,
-            negotiated_version: self.negotiated_version,
-            implicit_rejection: self.implicit_rejection,
-        }
-    }
-}
-
-// ---- extern "C" functions -----------------------------------------------------------------
-
-/// # Safety
-/// `p` is NULL or a context created by `rsa_cipher_newctx`.
-unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut CipherCtx> {
-    // SAFETY: per the caller's contract p is NULL or a live Box<CipherCtx> leaked by newctx/dupctx;
-    // the core never uses one operation context from two threads at once, so this borrow is unique.
-    unsafe { p.cast::<CipherCtx>().as_mut() }
-}
-
-impl crate::ffi::core::HasCore for CipherCtx {
-    fn core(&self) -> crate::ffi::core::Core {
-        self.prov.core
-    }
-}
-
-unsafe extern "C" fn rsa_cipher_newctx(provctx: *mut c_void) -> *mut c_void {
-    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
-    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
-        return core::ptr::null_mut();
-    };
-    let core = prov.core;
-    guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
-        let implicit_rejection = prov.core_version.implicit_rejection();
-        let ctx = CipherCtx {
-            prov,
-            key: None,
-            pad: PadMode::Pkcs1,
-            oaep_md: None,
-            mgf1_md: None,
-            oaep_propq: None,
-            mgf1_propq: None,
-            label: None,
-            client_version: 0,
-            negotiated_version: 0,
-            implicit_rejection,
-        };
-        Ok(Box::into_raw(Box::new(ctx)).cast())
-    })
-}
-
-unsafe extern "C" fn rsa_cipher_freectx(ctx: *mut c_void) {
-    if !ctx.is_null() {
-        // SAFETY: ctx is the Box<CipherCtx> our newctx/dupctx leaked; the core calls freectx once
-        // and never uses ctx after it.
-        let _ =
-            std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(ctx.cast::<CipherCtx>()) }));
-    }
-}
-
-unsafe extern "C" fn rsa_cipher_dupctx(ctx: *mut c_void) -> *mut c_void {
-    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
-    // ctx_mut asks.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return core::ptr::null_mut();
-    };
-    let core = c.prov.core;
-    guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
-        Ok(Box::into_raw(Box::new(c.try_clone())).cast())
-    })
-}
-
-/// # Safety
-/// `ctx` is NULL or a context our newctx/dupctx returned that the core has not freed and no
-/// other thread uses during the call; `key` is NULL or a keydata the core got from a key
-/// management (at least 8 readable, aligned bytes, as `KeyObj::from_ptr` asks); `params` is
-/// NULL or a terminated OSSL_PARAM array valid for the call.
-unsafe fn op_init(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-    decrypt: bool,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.init(key, params, decrypt).map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn rsa_encrypt_init(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
-    unsafe { op_init(ctx, key, params, false) }
-}
-
-unsafe extern "C" fn rsa_decrypt_init(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
-    unsafe { op_init(ctx, key, params, true) }
-}
-
-unsafe extern "C" fn rsa_encrypt(
-    ctx: *mut c_void,
-    out: *mut c_uchar,
-    outlen: *mut usize,
-    outsize: usize,
-    inp: *const c_uchar,
-    inlen: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        let k = c.key()?.size();
-        if outlen.is_null() {
-            return Err(KaeError::NullParameter.into());
-        }
-        if out.is_null() {
-            // SAFETY: outlen is non-NULL (checked above); the core passes it writable.
-            unsafe { *outlen = k };
-            return Ok(1);
-        }
-        if outsize < k {
-            return Err(Failure::with(
-                KaeError::BufferTooSmall,
-                format!("need {k} bytes, have {outsize}"),
-            ));
-        }
-        // SAFETY: inp is the core's input of inlen bytes, valid and not written during this call.
-        let msg = unsafe { crate::ffi::in_slice(inp, inlen)? };
-        let mut ct = vec![0u8; k];
-        c.encrypt(msg, &mut ct)?;
-        // SAFETY: out is the core's non-NULL output buffer of outsize bytes and outsize >= k
-        // (checked above); ct is our own buffer, so the copy does not overlap; outlen is writable.
-        unsafe {
-            core::ptr::copy_nonoverlapping(ct.as_ptr(), out, k);
-            *outlen = k;
-        }
-        Ok(1)
-    })
-}
-
-unsafe extern "C" fn rsa_decrypt(
-    ctx: *mut c_void,
-    out: *mut c_uchar,
-    outlen: *mut usize,
-    outsize: usize,
-    inp: *const c_uchar,
-    inlen: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        if outlen.is_null() {
-            return Err(KaeError::NullParameter.into());
-        }
-        let max = c.max_output()?;
-        if out.is_null() {
-            // SAFETY: outlen is non-NULL (checked above); the core passes it writable.
-            unsafe { *outlen = max };
-            return Ok(1);
-        }
-        // Checked before any private-key work and against the largest possible result, never
-        // against the decrypted length: otherwise a short buffer would tell valid padding
-        // from invalid (a padding oracle). Both numbers here are public.
-        if outsize < max {
-            return Err(Failure::with(
-                KaeError::BufferTooSmall,
-                format!("output buffer of {outsize} bytes; this key and padding need {max}"),
-            ));
-        }
-        // SAFETY: inp is the core's input of inlen bytes, valid and not written during this call.
-        let ct = unsafe { crate::ffi::in_slice(inp, inlen)? };
-        let (msg, len) = c.decrypt(ct)?;
-        // SAFETY: out is valid for outsize ≥ max = msg.len() bytes. The whole buffer is
-        // copied whatever the message length, and the length is stored, not branched on.
-        unsafe {
-            core::ptr::copy_nonoverlapping(msg.as_ptr(), out, msg.len());
-            *outlen = len;
-        }
-        Ok(1)
-    })
-}
-
-unsafe extern "C" fn rsa_cipher_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: params is the core's array, NULL or terminated and writable for this call.
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.get_params(&mut unsafe { ParamsMut::from_ptr(params) })
-            .map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn rsa_cipher_set_ctx_params(
-    ctx: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: params is the core's array, NULL or terminated and valid for this call.
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.set_params(&unsafe { Params::from_ptr(params) })
-            .map(|_| 1)
-    })
 }
 
 // `implicit-rejection` comes first in both tables so that cores before 3.2, which do not know
@@ -573,46 +355,92 @@ static SETTABLE: ParamTable<11> = ParamTable([
     END,
 ]);
 
-/// The parameter table as the core of `provctx` knows it: whole on 3.2+, else without its
-/// first entry, `implicit-rejection`.
-fn described<const N: usize>(t: &'static ParamTable<N>, provctx: *mut c_void) -> *const OSSL_PARAM {
-    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
-    let known =
-        unsafe { ProvCtx::clone_arc(provctx) }.is_some_and(|p| p.core_version.implicit_rejection());
-    if known {
-        t.0.as_ptr()
+/// The parameter table as a core knows it: whole on 3.2+, else without its first entry,
+/// `implicit-rejection`.
+fn described(t: &'static [OSSL_PARAM], prov: Option<&ProvCtx>) -> &'static [OSSL_PARAM] {
+    if prov.is_some_and(|p| p.core_version.implicit_rejection()) {
+        t
     } else {
-        // The rest of the same static array, still terminated by END.
-        t.0[1..].as_ptr()
+        &t[1..]
     }
 }
 
-unsafe extern "C" fn rsa_cipher_gettable_ctx_params(
-    _ctx: *mut c_void,
-    provctx: *mut c_void,
-) -> *const OSSL_PARAM {
-    std::panic::catch_unwind(|| described(&GETTABLE, provctx)).unwrap_or(core::ptr::null())
+impl OpCtx for CipherCtx {
+    fn new(prov: Arc<ProvCtx>) -> Result<Self, Failure> {
+        let implicit_rejection = prov.core_version.implicit_rejection();
+        Ok(CipherCtx {
+            prov,
+            key: None,
+            pad: PadMode::Pkcs1,
+            oaep_md: None,
+            mgf1_md: None,
+            oaep_propq: None,
+            mgf1_propq: None,
+            label: None,
+            client_version: 0,
+            negotiated_version: 0,
+            implicit_rejection,
+        })
+    }
+
+    fn provider(&self) -> &ProvCtx {
+        &self.prov
+    }
 }
 
-unsafe extern "C" fn rsa_cipher_settable_ctx_params(
-    _ctx: *mut c_void,
-    provctx: *mut c_void,
-) -> *const OSSL_PARAM {
-    std::panic::catch_unwind(|| described(&SETTABLE, provctx)).unwrap_or(core::ptr::null())
+impl Duplicate for CipherCtx {
+    fn dup(&self) -> Result<Self, Failure> {
+        Ok(self.clone())
+    }
 }
 
-pub static RSA_ASYM_CIPHER: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
-    crate::dispatch![
-        OSSL_FUNC_ASYM_CIPHER_NEWCTX => rsa_cipher_newctx as unsafe extern "C" fn(_) -> _,
-        OSSL_FUNC_ASYM_CIPHER_ENCRYPT_INIT => rsa_encrypt_init as unsafe extern "C" fn(_, _, _) -> _,
-        OSSL_FUNC_ASYM_CIPHER_ENCRYPT => rsa_encrypt as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
-        OSSL_FUNC_ASYM_CIPHER_DECRYPT_INIT => rsa_decrypt_init as unsafe extern "C" fn(_, _, _) -> _,
-        OSSL_FUNC_ASYM_CIPHER_DECRYPT => rsa_decrypt as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
-        OSSL_FUNC_ASYM_CIPHER_FREECTX => rsa_cipher_freectx as unsafe extern "C" fn(_),
-        OSSL_FUNC_ASYM_CIPHER_DUPCTX => rsa_cipher_dupctx as unsafe extern "C" fn(_) -> _,
-        OSSL_FUNC_ASYM_CIPHER_GET_CTX_PARAMS => rsa_cipher_get_ctx_params as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS => rsa_cipher_gettable_ctx_params as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_ASYM_CIPHER_SET_CTX_PARAMS => rsa_cipher_set_ctx_params as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS => rsa_cipher_settable_ctx_params as unsafe extern "C" fn(_, _) -> _,
-    ]
-});
+impl CtxParams for CipherCtx {
+    fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
+        self.set_cipher_params(params)
+    }
+
+    fn get_params(&mut self, params: &mut ParamsMut<'_>) -> Result<(), Failure> {
+        self.get_cipher_params(params)
+    }
+
+    fn settable(prov: Option<&ProvCtx>) -> &'static [OSSL_PARAM] {
+        described(&SETTABLE.0, prov)
+    }
+
+    fn gettable(prov: Option<&ProvCtx>) -> &'static [OSSL_PARAM] {
+        described(&GETTABLE.0, prov)
+    }
+}
+
+impl AsymCipher for CipherCtx {
+    fn encrypt_init(&mut self, key: Option<&KeyObj>, params: &Params<'_>) -> Result<(), Failure> {
+        self.init(key, params, false)
+    }
+
+    fn decrypt_init(&mut self, key: Option<&KeyObj>, params: &Params<'_>) -> Result<(), Failure> {
+        self.init(key, params, true)
+    }
+
+    fn encrypt_size(&self) -> Result<usize, Failure> {
+        Ok(self.key()?.size())
+    }
+
+    fn encrypt(&mut self, msg: &[u8], out: &mut [u8]) -> Result<usize, Failure> {
+        self.encrypt_message(msg, out)?;
+        Ok(out.len())
+    }
+
+    fn decrypt_size(&self) -> Result<usize, Failure> {
+        Ok(self.max_output()?)
+    }
+
+    fn decrypt(&mut self, ct: &[u8], out: &mut [u8]) -> Result<usize, Failure> {
+        let (msg, len) = self.decrypt_message(ct)?;
+        // The whole buffer, whatever the message length.
+        out.copy_from_slice(&msg);
+        Ok(len)
+    }
+}
+
+pub static RSA_ASYM_CIPHER: LazyLock<Table<OSSL_DISPATCH>> =
+    LazyLock::new(crate::abi::asym_cipher::table::<CipherCtx>);

@@ -15,33 +15,26 @@
 //! before `encode` returns.
 //!
 //! Listed only when the private default provider is loaded (`load-default = yes`).
+//!
+//! Safe Rust behind the [`Encoder`] trait; its C side is `abi::encoder`.
+#![deny(unsafe_code)]
 
+use crate::abi::encoder::Encoder;
+use crate::abi::key::KeyObj;
+use crate::abi::{OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::core::Failure;
-use crate::ffi::encode::{
-    cipher_available, CoreBio, EncoderCtx, MemBio, PassphraseCb, Pkey, OSSL_CORE_BIO,
-};
+use crate::ffi::encode::{CoreOut, EncoderCtx, MemBio, Passphrase};
 use crate::ffi::params::{desc, ParamTable, Params, END};
 use crate::ffi::sys::*;
-use crate::ffi::{guard, guard_ptr};
-use crate::keymgmt::KeyObj;
-use crate::provider::{ProvCtx, Table, RSA_NAMES, RSA_PSS_NAMES};
+use crate::provider::{ProvCtx, RSA_NAMES, RSA_PSS_NAMES};
 use crate::rsa::{KeyType, RsaKey};
-use core::ffi::{c_int, c_void, CStr};
+use core::ffi::{c_int, CStr};
 use std::ffi::CString;
 use std::sync::{Arc, LazyLock};
 
 const SELECT_ALL_PARAMETERS: c_int =
     OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS;
-
-const OSSL_FUNC_ENCODER_NEWCTX: c_int = 1;
-const OSSL_FUNC_ENCODER_FREECTX: c_int = 2;
-const OSSL_FUNC_ENCODER_SET_CTX_PARAMS: c_int = 5;
-const OSSL_FUNC_ENCODER_SETTABLE_CTX_PARAMS: c_int = 6;
-const OSSL_FUNC_ENCODER_DOES_SELECTION: c_int = 10;
-const OSSL_FUNC_ENCODER_ENCODE: c_int = 11;
-const OSSL_FUNC_ENCODER_IMPORT_OBJECT: c_int = 20;
-const OSSL_FUNC_ENCODER_FREE_OBJECT: c_int = 21;
 
 /// What an encoder writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,10 +231,9 @@ pub static ENCODERS: [EncoderDesc; N] = [
     encoder!(RsaPss, "RSA-PSS", Pem, "pem", "pkcs1", KEYPAIR_LEVELS),
 ];
 
-/// An encoder context: the instance, which encoder, and the settings the caller made.
-pub struct EncCtx {
+/// A context of encoder `ENCODERS[I]`: the instance and the settings the caller made.
+pub struct EncCtx<const I: usize> {
     prov: Arc<ProvCtx>,
-    desc: &'static EncoderDesc,
     /// Cipher for encrypted private keys (validated when set) and its property query, as
     /// read in the private library context (see [`private_props`]).
     cipher: Option<CString>,
@@ -278,9 +270,11 @@ pub fn private_props(query: &str) -> String {
         .join(",")
 }
 
-impl EncCtx {
-    fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
-        match self.desc.output {
+impl<const I: usize> EncCtx<I> {
+    const DESC: &'static EncoderDesc = &ENCODERS[I];
+
+    fn set_cipher_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
+        match Self::DESC.output {
             Output::Der | Output::Pem => {
                 if let Some(p) = params.locate(c"cipher") {
                     if p.is_null_string() {
@@ -296,13 +290,10 @@ impl EncCtx {
                         let cprops = props
                             .map(|q| crate::provider::cstring(&private_props(q)))
                             .transpose()?;
-                        // SAFETY: default_libctx is NULL (then the default context) or our
-                        // private library context, created in init and freed only at teardown,
-                        // which cannot run during this call on one of our encoder contexts.
-                        let available = unsafe {
-                            cipher_available(self.prov.default_libctx(), &cname, cprops.as_deref())
-                        };
-                        if !available {
+                        if !self
+                            .prov
+                            .private_cipher_available(&cname, cprops.as_deref())
+                        {
                             return Err(Failure::with(
                                 KaeError::FetchFailed,
                                 format!("cipher {name} (properties {})", props.unwrap_or("")),
@@ -327,16 +318,14 @@ impl EncCtx {
     }
 
     /// Encodes `key` into the caller's BIO (see the module documentation).
-    fn encode(
+    fn encode_key(
         &self,
         key: &RsaKey,
         selection: c_int,
-        cout: *mut OSSL_CORE_BIO,
-        cb: Option<PassphraseCb>,
-        cbarg: *mut c_void,
-    ) -> Result<c_int, Failure> {
-        let libctx = self.prov.default_libctx();
-        if libctx.is_null() {
+        out: &mut CoreOut<'_>,
+        passphrase: Option<&Passphrase<'_>>,
+    ) -> Result<(), Failure> {
+        if !self.prov.has_private_default() {
             return Err(KaeError::DefaultProviderUnavailable.into());
         }
         if !key.has_public() {
@@ -362,13 +351,11 @@ impl EncCtx {
         };
         let pkey = {
             let params = crate::keymgmt::export_params(key, parts)?;
-            // SAFETY: libctx is our private library context (non-NULL, checked above), created
-            // in init and freed only at teardown, which cannot run during this call; pkey is a
-            // local dropped before this function returns.
-            unsafe { Pkey::from_params(libctx, key_type, fromdata, &params) }
+            self.prov
+                .private_pkey(key_type, fromdata, &params)
                 .map_err(|e| Failure::with(e, "the default provider refused the exported key"))?
         };
-        let d = self.desc;
+        let d = Self::DESC;
         let mut ectx = EncoderCtx::for_pkey(&pkey, selection, d.output.type_name(), d.structure)
             .map_err(|e| {
                 Failure::with(
@@ -390,71 +377,36 @@ impl EncCtx {
         if let Some(v) = self.encrypt_level {
             ectx.set_int(c"encrypt-level", v)?;
         }
-        if let Some(cb) = cb {
-            // SAFETY: the core's callback and argument, valid for this encode call, which
-            // outlives `ectx`.
-            unsafe { ectx.set_passphrase_cb(cb, cbarg) }?;
+        if let Some(p) = passphrase {
+            ectx.set_passphrase(p)?;
         }
         let mut mem = MemBio::new()?;
         ectx.encode_to(&mut mem)
             .map_err(|e| Failure::with(e, "encoding failed"))?;
         drop(ectx);
         drop(pkey);
-        // SAFETY: the core BIO of this encode call; our child library context was made from
-        // the core's dispatch table, which carries the BIO upcalls.
-        let mut out = unsafe { CoreBio::new(self.prov.libctx, cout) }?;
-        out.write_all(mem.data())?;
-        Ok(1)
+        self.prov.core_bio(out)?.write_all(mem.data())?;
+        Ok(())
     }
 }
 
-/// # Safety
-/// `vctx` is NULL or a context made by `enc_newctx`.
-unsafe fn ctx_ref<'a>(vctx: *mut c_void) -> Option<&'a mut EncCtx> {
-    // SAFETY: per the caller's contract vctx is NULL or a live Box<EncCtx> leaked by enc_newctx;
-    // the core never uses one encoder context from two threads at once, so this borrow is unique.
-    unsafe { vctx.cast::<EncCtx>().as_mut() }
-}
-
-unsafe extern "C" fn enc_newctx<const I: usize>(provctx: *mut c_void) -> *mut c_void {
-    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
-    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
-        return core::ptr::null_mut();
-    };
-    let core = prov.core;
-    guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
-        if prov.default_libctx().is_null() {
-            return Err(KaeError::DefaultProviderUnavailable);
+impl<const I: usize> OpCtx for EncCtx<I> {
+    fn new(prov: Arc<ProvCtx>) -> Result<Self, Failure> {
+        if !prov.has_private_default() {
+            return Err(KaeError::DefaultProviderUnavailable.into());
         }
-        let ctx = EncCtx {
+        Ok(EncCtx {
             prov,
-            desc: &ENCODERS[I],
             cipher: None,
             cipher_props: None,
             save_parameters: None,
             encrypt_level: None,
-        };
-        Ok(Box::into_raw(Box::new(ctx)).cast())
-    })
-}
+        })
+    }
 
-unsafe extern "C" fn enc_freectx(vctx: *mut c_void) {
-    guard(None, (), || -> Result<(), KaeError> {
-        if !vctx.is_null() {
-            // SAFETY: made by Box::into_raw in enc_newctx, freed once by the core.
-            drop(unsafe { Box::from_raw(vctx.cast::<EncCtx>()) });
-        }
-        Ok(())
-    })
-}
-
-unsafe extern "C" fn enc_does_selection<const I: usize>(
-    _provctx: *mut c_void,
-    selection: c_int,
-) -> c_int {
-    guard(None, 0, || -> Result<c_int, KaeError> {
-        Ok(ENCODERS[I].selection.accepts(selection) as c_int)
-    })
+    fn provider(&self) -> &ProvCtx {
+        &self.prov
+    }
 }
 
 static DER_PEM_SETTABLE: ParamTable<3> = ParamTable([
@@ -471,175 +423,45 @@ static PVK_SETTABLE: ParamTable<2> = ParamTable([
     END,
 ]);
 
-unsafe extern "C" fn enc_settable_der_pem(_provctx: *mut c_void) -> *const OSSL_PARAM {
-    DER_PEM_SETTABLE.as_ptr()
-}
-
-unsafe extern "C" fn enc_settable_pvk(_provctx: *mut c_void) -> *const OSSL_PARAM {
-    PVK_SETTABLE.as_ptr()
-}
-
-unsafe extern "C" fn enc_set_ctx_params(vctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
-    // SAFETY: the core passes the pointer our enc_newctx returned (or NULL) and never uses it after
-    // enc_freectx, as ctx_ref asks.
-    let Some(ctx) = (unsafe { ctx_ref(vctx) }) else {
-        return 0;
-    };
-    let core = ctx.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, Failure> {
-        // SAFETY: params is the core's array, NULL or terminated and valid for this call.
-        ctx.set_params(&unsafe { Params::from_ptr(params) })?;
-        Ok(1)
-    })
-}
-
-unsafe extern "C" fn enc_import_object(
-    vctx: *mut c_void,
-    selection: c_int,
-    params: *const OSSL_PARAM,
-) -> *mut c_void {
-    // SAFETY: the core passes the pointer our enc_newctx returned (or NULL) and never uses it after
-    // enc_freectx, as ctx_ref asks.
-    let Some(ctx) = (unsafe { ctx_ref(vctx) }) else {
-        return core::ptr::null_mut();
-    };
-    let core = ctx.prov.core;
-    guard_ptr(Some(&core), || -> Result<*mut c_void, Failure> {
-        // SAFETY: params is the core's array (another keymgmt's export), NULL or terminated and
-        // valid for this call.
-        let params = unsafe { Params::from_ptr(params) };
-        crate::keymgmt::import_object(ctx.prov.clone(), ctx.desc.kind, selection, &params)
-    })
-}
-
-unsafe extern "C" fn enc_free_object(obj: *mut c_void) {
-    guard(None, (), || -> Result<(), KaeError> {
-        // SAFETY: the core frees what our import_object made, once.
-        unsafe { crate::keymgmt::free_object(obj) };
-        Ok(())
-    })
-}
-
-unsafe extern "C" fn enc_encode(
-    vctx: *mut c_void,
-    cout: *mut OSSL_CORE_BIO,
-    obj_raw: *const c_void,
-    obj_abstract: *const OSSL_PARAM,
-    selection: c_int,
-    cb: Option<PassphraseCb>,
-    cbarg: *mut c_void,
-) -> c_int {
-    // SAFETY: the core passes the pointer our enc_newctx returned (or NULL) and never uses it after
-    // enc_freectx, as ctx_ref asks.
-    let Some(ctx) = (unsafe { ctx_ref(vctx) }) else {
-        return 0;
-    };
-    let core = ctx.prov.core;
-    guard(Some(&core), 0, || -> Result<c_int, Failure> {
-        if !obj_abstract.is_null() {
-            return Err(Failure::with(
-                KaeError::InvalidArgument,
-                "abstract key objects are not supported",
-            ));
+/// Text encoders have no selection check and no settable parameters, MSBLOB none of the
+/// latter, as the default provider's.
+impl<const I: usize> Encoder for EncCtx<I> {
+    fn selection_check() -> Option<fn(c_int) -> bool> {
+        match Self::DESC.selection {
+            Selection::Any => None,
+            _ => Some(|selection| Self::DESC.selection.accepts(selection)),
         }
-        // SAFETY: the core passes the key object of the key's key management, which for our
-        // encoders is kae's (same provider) or one our import_object made; the tag is checked.
-        let obj = unsafe { KeyObj::from_ptr(obj_raw) }
-            .ok_or_else(|| Failure::with(KaeError::InvalidArgument, "not a kae RSA key object"))?;
-        ctx.encode(&obj.key, selection, cout, cb, cbarg)
-    })
-}
-
-fn entry(function_id: c_int, f: *const ()) -> OSSL_DISPATCH {
-    OSSL_DISPATCH {
-        function_id,
-        // SAFETY: OpenSSL casts the pointer back to the type documented for the id, which is
-        // the type of the function we pass (see `dispatch_table`).
-        function: Some(unsafe { core::mem::transmute::<*const (), unsafe extern "C" fn()>(f) }),
     }
-}
 
-type NewCtxFn = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
-type FreeCtxFn = unsafe extern "C" fn(*mut c_void);
-type DoesSelectionFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
-type SettableFn = unsafe extern "C" fn(*mut c_void) -> *const OSSL_PARAM;
-type SetCtxParamsFn = unsafe extern "C" fn(*mut c_void, *const OSSL_PARAM) -> c_int;
-type ImportObjectFn = unsafe extern "C" fn(*mut c_void, c_int, *const OSSL_PARAM) -> *mut c_void;
-type FreeObjectFn = unsafe extern "C" fn(*mut c_void);
-type EncodeFn = unsafe extern "C" fn(
-    *mut c_void,
-    *mut OSSL_CORE_BIO,
-    *const c_void,
-    *const OSSL_PARAM,
-    c_int,
-    Option<PassphraseCb>,
-    *mut c_void,
-) -> c_int;
-
-/// The dispatch table of encoder `I`: the functions the default provider's counterpart has
-/// (text: no selection check and no settable parameters; MSBLOB: no settable parameters).
-fn dispatch_table<const I: usize>() -> Table<OSSL_DISPATCH> {
-    let d = &ENCODERS[I];
-    let mut v = vec![
-        entry(
-            OSSL_FUNC_ENCODER_NEWCTX,
-            enc_newctx::<I> as NewCtxFn as *const (),
-        ),
-        entry(
-            OSSL_FUNC_ENCODER_FREECTX,
-            enc_freectx as FreeCtxFn as *const (),
-        ),
-    ];
-    match d.output {
-        Output::Der | Output::Pem => {
-            v.push(entry(
-                OSSL_FUNC_ENCODER_SETTABLE_CTX_PARAMS,
-                enc_settable_der_pem as SettableFn as *const (),
-            ));
-            v.push(entry(
-                OSSL_FUNC_ENCODER_SET_CTX_PARAMS,
-                enc_set_ctx_params as SetCtxParamsFn as *const (),
-            ));
+    fn settable() -> Option<&'static [OSSL_PARAM]> {
+        match Self::DESC.output {
+            Output::Der | Output::Pem => Some(&DER_PEM_SETTABLE.0),
+            Output::Pvk => Some(&PVK_SETTABLE.0),
+            Output::Text | Output::MsBlob => None,
         }
-        Output::Pvk => {
-            v.push(entry(
-                OSSL_FUNC_ENCODER_SETTABLE_CTX_PARAMS,
-                enc_settable_pvk as SettableFn as *const (),
-            ));
-            v.push(entry(
-                OSSL_FUNC_ENCODER_SET_CTX_PARAMS,
-                enc_set_ctx_params as SetCtxParamsFn as *const (),
-            ));
-        }
-        Output::Text | Output::MsBlob => {}
     }
-    if d.selection != Selection::Any {
-        v.push(entry(
-            OSSL_FUNC_ENCODER_DOES_SELECTION,
-            enc_does_selection::<I> as DoesSelectionFn as *const (),
-        ));
+
+    fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
+        self.set_cipher_params(params)
     }
-    v.push(entry(
-        OSSL_FUNC_ENCODER_IMPORT_OBJECT,
-        enc_import_object as ImportObjectFn as *const (),
-    ));
-    v.push(entry(
-        OSSL_FUNC_ENCODER_FREE_OBJECT,
-        enc_free_object as FreeObjectFn as *const (),
-    ));
-    v.push(entry(
-        OSSL_FUNC_ENCODER_ENCODE,
-        enc_encode as EncodeFn as *const (),
-    ));
-    v.push(OSSL_DISPATCH {
-        function_id: 0,
-        function: None,
-    });
-    Table(v)
+
+    fn import_object(&mut self, selection: c_int, params: &Params<'_>) -> Result<KeyObj, Failure> {
+        crate::keymgmt::import_object(self.prov.clone(), Self::DESC.kind, selection, params)
+    }
+
+    fn encode(
+        &mut self,
+        out: &mut CoreOut<'_>,
+        key: &KeyObj,
+        selection: c_int,
+        passphrase: Option<&Passphrase<'_>>,
+    ) -> Result<(), Failure> {
+        self.encode_key(&key.key, selection, out, passphrase)
+    }
 }
 
 macro_rules! tables {
-    ($($i:literal),*) => { [$(LazyLock::new(dispatch_table::<$i>)),*] };
+    ($($i:literal),*) => { [$(LazyLock::new(crate::abi::encoder::table::<EncCtx<$i>>)),*] };
 }
 
 static TABLES: [LazyLock<Table<OSSL_DISPATCH>>; N] =

@@ -1,15 +1,19 @@
 //! kae: an OpenSSL 3 provider that takes RSA off the application's CPU thread.
 //!
-//! Layout (see ARCHITECTURE.md): `ffi` is the only module with raw OpenSSL pointers;
-//! `provider`, `keymgmt`, `signature`, `asym_cipher`, `kem` are the dispatch-table modules (thin
-//! `extern "C"` shims over safe code); `rsa` holds the key object, arithmetic and padding;
-//! `offload` is the router that sends each operation to a backend or computes it inline;
-//! `backend` is the seam to the CPU / hardware executors, reached through `completion`'s
-//! requests; `settings` holds the configuration types every layer reads.
+//! Layout (see ARCHITECTURE.md): `ffi` wraps libcrypto and the core's functions; `abi` is
+//! the C face of the operations: their `extern "C"` shims and dispatch tables, made from one
+//! trait per operation. `kem`, `asym_cipher`, `rand`, `encoder` and `signature` implement
+//! those traits in safe Rust; `keymgmt` still carries its own shims. `provider` is the
+//! provider object (entry, configuration, instances, algorithm lists); `rsa` holds the key
+//! object, arithmetic and padding; `offload` is the router that sends each operation to a
+//! backend or computes it inline; `backend` is the seam to the CPU / hardware executors,
+//! reached through `completion`'s requests; `settings` holds the configuration types every
+//! layer reads.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 extern crate openssl_sys;
 
+pub mod abi;
 pub mod asym_cipher;
 pub mod backend;
 pub mod completion;

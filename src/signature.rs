@@ -1,37 +1,30 @@
 //! RSA signature: sign / verify / verify_recover, digest sign/verify, context parameters.
-//! Paddings: PKCS#1 v1.5 (RFC 8017 §8.2), PSS (§8.1), ANSI X9.31, none. Table at the bottom.
+//! Paddings: PKCS#1 v1.5 (RFC 8017 §8.2), PSS (§8.1), ANSI X9.31, none.
 //!
 //! Also the composite algorithms OpenSSL 3.4 added (`RSA-SHA256` and the like: PKCS#1 v1.5
 //! with a fixed digest, used through `EVP_PKEY_sign_message_*` / `EVP_PKEY_verify_message_*`
 //! or `EVP_PKEY_sign` on a digest), listed only on 3.4+ cores; see "Composite algorithms".
+//!
+//! Safe Rust behind the [`Signature`] and [`SignatureAlgorithm`] traits; the C side is
+//! `abi::signature`.
+#![deny(unsafe_code)]
 
+use crate::abi::key::KeyObj;
+use crate::abi::signature::{KeyTypes, Operation, Signature, SignatureAlgorithm, SignatureCtx};
+use crate::abi::{CtxParams, Duplicate, OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
-use crate::ffi::core::with_ctx;
-use crate::ffi::core::{opt_cstr, Failure};
+use crate::ffi::core::Failure;
 use crate::ffi::digest::{Md, MdCtx};
-use crate::ffi::guard_ptr;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::keymgmt::KeyObj;
-use crate::provider::{ProvCtx, Table};
+use crate::provider::ProvCtx;
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::{pkcs1, pss, x931, DigestId};
 use crate::rsa::{KeyType, PadMode, RsaKey};
-use core::ffi::{c_char, c_int, c_uchar, c_void, CStr};
+use core::ffi::CStr;
 use std::sync::{Arc, LazyLock};
 use zeroize::Zeroizing;
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Operation {
-    Sign,
-    Verify,
-    VerifyRecover,
-    /// `sign_message_init` of a composite algorithm (the message is hashed here).
-    SignMessage,
-    /// `verify_message_init` of a composite algorithm.
-    VerifyMessage,
-}
 
 pub struct SigCtx {
     prov: Arc<ProvCtx>,
@@ -66,30 +59,25 @@ impl SigCtx {
     }
 
     fn fetch(&self, name: &str, props: Option<&str>) -> Result<Md, Failure> {
-        // SAFETY: prov.libctx is this instance's child library context, created in init and
-        // freed only at teardown; the digest lives in this operation context, which the core
-        // frees before it tears the provider down.
-        unsafe { Md::fetch(self.prov.libctx, name, props) }
+        self.prov
+            .fetch_md(name, props)
             .map_err(|e| Failure::with(e, format!("digest={name}")))
     }
 
     fn init(
         &mut self,
-        keydata: *mut c_void,
-        params: *const OSSL_PARAM,
+        key: Option<&KeyObj>,
+        params: &Params<'_>,
         op: Operation,
     ) -> Result<(), Failure> {
-        self.init_key(keydata, op)?;
-        // SAFETY: params is what op_init got from the core: NULL or a terminated array valid for
-        // this call (op_init's contract).
-        self.set_params(&unsafe { Params::from_ptr(params) })
+        self.init_key(key, op)?;
+        self.set_sig_params(params)
     }
 
     /// The part of init common to the plain and the composite algorithms: key, operation,
     /// padding and digests from the key type.
-    fn init_key(&mut self, keydata: *mut c_void, op: Operation) -> Result<(), Failure> {
-        // SAFETY: keydata is NULL (keep the current key) or one of our keys.
-        if let Some(obj) = unsafe { KeyObj::from_ptr(keydata) } {
+    fn init_key(&mut self, key: Option<&KeyObj>, op: Operation) -> Result<(), Failure> {
+        if let Some(obj) = key {
             self.key = Some(obj.key.clone());
         }
         let key = self.key.clone().ok_or(KaeError::MissingKey)?;
@@ -158,9 +146,9 @@ impl SigCtx {
         Ok(())
     }
 
-    fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
+    fn set_sig_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = crate::rsa::pad_mode_param(&p)?;
+            let mode = crate::provider::pad_mode(&p)?;
             match mode {
                 PadMode::Oaep | PadMode::Pkcs1Tls => {
                     return Err(Failure::with(
@@ -288,7 +276,7 @@ impl SigCtx {
     }
 
     /// Signs `tbs` (a digest, or raw data when no digest is set) into `sig` (k bytes).
-    fn sign(&self, tbs: &[u8], sig: &mut [u8]) -> Result<(), Failure> {
+    fn sign_tbs(&self, tbs: &[u8], sig: &mut [u8]) -> Result<(), Failure> {
         let key = self.key()?;
         let k = key.size();
         self.check_tbs_len(tbs)?;
@@ -357,7 +345,7 @@ impl SigCtx {
         Ok(())
     }
 
-    fn verify(&self, sig: &[u8], tbs: &[u8]) -> Result<(), Failure> {
+    fn verify_tbs(&self, sig: &[u8], tbs: &[u8]) -> Result<(), Failure> {
         let key = self.key()?;
         self.check_tbs_len(tbs)?;
         let mut em = vec![0u8; key.size()];
@@ -401,7 +389,7 @@ impl SigCtx {
     }
 
     /// Recovers the signed data: the digest (when one is set) or the whole payload.
-    fn verify_recover(&self, sig: &[u8]) -> Result<Vec<u8>, Failure> {
+    fn recover(&self, sig: &[u8]) -> Result<Vec<u8>, Failure> {
         let key = self.key()?;
         let mut em = vec![0u8; key.size()];
         self.open(sig, &mut em)?;
@@ -468,7 +456,7 @@ impl SigCtx {
         }
     }
 
-    fn get_params(&self, ps: &mut ParamsMut<'_>) -> Result<(), KaeError> {
+    fn get_sig_params(&self, ps: &mut ParamsMut<'_>) -> Result<(), KaeError> {
         if let Some(mut p) = ps.locate(c"algorithm-id") {
             p.set_octets(&self.algorithm_id()?)?;
         }
@@ -542,11 +530,11 @@ impl SigCtx {
     fn digest_init(
         &mut self,
         mdname: Option<&str>,
-        keydata: *mut c_void,
-        params: *const OSSL_PARAM,
+        key: Option<&KeyObj>,
+        params: &Params<'_>,
         op: Operation,
     ) -> Result<(), Failure> {
-        self.init(keydata, params, op)?;
+        self.init(key, params, op)?;
         if let Some(name) = mdname {
             let md = self.fetch(name, self.propq.as_deref())?;
             self.check_md_allowed(&md)?;
@@ -585,332 +573,6 @@ fn x931_min(key: &RsaKey, sig: &mut [u8]) -> Result<(), KaeError> {
     Ok(())
 }
 
-// ---- extern "C" functions -----------------------------------------------------------------
-
-/// # Safety
-/// `p` is NULL or a context created by `rsa_sig_newctx`.
-unsafe fn ctx_mut<'a>(p: *mut c_void) -> Option<&'a mut SigCtx> {
-    // SAFETY: per the caller's contract p is NULL or a live Box<SigCtx> leaked by newctx/dupctx;
-    // the core never uses one operation context from two threads at once, so this borrow is unique.
-    unsafe { p.cast::<SigCtx>().as_mut() }
-}
-
-impl crate::ffi::core::HasCore for SigCtx {
-    fn core(&self) -> crate::ffi::core::Core {
-        self.prov.core
-    }
-}
-
-unsafe extern "C" fn rsa_sig_newctx(provctx: *mut c_void, propq: *const c_char) -> *mut c_void {
-    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
-    let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
-        return core::ptr::null_mut();
-    };
-    let core = prov.core;
-    // SAFETY: the core passes propq as NULL or a NUL-terminated string valid for this call; it is
-    // copied before we return.
-    let propq = unsafe { opt_cstr(propq) }.map(str::to_owned);
-    guard_ptr(Some(&core), || -> Result<*mut c_void, KaeError> {
-        let ctx = SigCtx {
-            prov,
-            key: None,
-            op: Operation::Sign,
-            pad: PadMode::Pkcs1,
-            md: None,
-            mgf1: None,
-            saltlen: SaltLen::Auto,
-            propq,
-            mgf1_propq: None,
-            md_ctx: None,
-            md_locked: false,
-            sigalg: None,
-            allow_update: true,
-            allow_final: true,
-            allow_oneshot: true,
-            sig: None,
-        };
-        Ok(Box::into_raw(Box::new(ctx)).cast())
-    })
-}
-
-unsafe extern "C" fn rsa_sig_freectx(ctx: *mut c_void) {
-    if !ctx.is_null() {
-        // SAFETY: ctx is the Box<SigCtx> our newctx/dupctx leaked; the core calls freectx once and
-        // never uses ctx after it.
-        let _ = std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(ctx.cast::<SigCtx>()) }));
-    }
-}
-
-unsafe extern "C" fn rsa_sig_dupctx(ctx: *mut c_void) -> *mut c_void {
-    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
-    // ctx_mut asks.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return core::ptr::null_mut();
-    };
-    let core = c.prov.core;
-    guard_ptr(Some(&core), || {
-        c.try_clone().map(|n| Box::into_raw(Box::new(n)).cast())
-    })
-}
-
-/// # Safety
-/// `ctx` is NULL or a context our newctx/dupctx returned that the core has not freed and no
-/// other thread uses during the call; `key` is NULL or a keydata the core got from a key
-/// management (at least 8 readable, aligned bytes, as `KeyObj::from_ptr` asks); `params` is
-/// NULL or a terminated OSSL_PARAM array valid for the call.
-unsafe fn op_init(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-    op: Operation,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.init(key, params, op).map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn rsa_sign_init(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
-    unsafe { op_init(ctx, key, params, Operation::Sign) }
-}
-unsafe extern "C" fn rsa_verify_init(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
-    unsafe { op_init(ctx, key, params, Operation::Verify) }
-}
-unsafe extern "C" fn rsa_verify_recover_init(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet op_init's contract.
-    unsafe { op_init(ctx, key, params, Operation::VerifyRecover) }
-}
-
-/// Writes a signature of k bytes into the caller's buffer (or reports the size when NULL).
-///
-/// # Safety
-/// `out` is NULL or valid for `outsize` bytes; `outlen` valid.
-unsafe fn sign_into(
-    c: &SigCtx,
-    out: *mut c_uchar,
-    outlen: *mut usize,
-    outsize: usize,
-    f: impl FnOnce(&mut [u8]) -> Result<(), Failure>,
-) -> Result<c_int, Failure> {
-    let k = c.key()?.size();
-    if outlen.is_null() {
-        return Err(KaeError::NullParameter.into());
-    }
-    if out.is_null() {
-        // SAFETY: outlen is non-NULL (checked above) and writable by this function's contract.
-        unsafe { *outlen = k };
-        return Ok(1);
-    }
-    if outsize < k {
-        return Err(Failure::with(
-            KaeError::BufferTooSmall,
-            format!("need {k} bytes, have {outsize}"),
-        ));
-    }
-    let mut sig = vec![0u8; k];
-    f(&mut sig)?;
-    // SAFETY: out is non-NULL and valid for outsize bytes by this function's contract, and outsize
-    // >= k (checked above); sig is our own buffer, so the copy does not overlap.
-    unsafe {
-        core::ptr::copy_nonoverlapping(sig.as_ptr(), out, k);
-        *outlen = k;
-    }
-    Ok(1)
-}
-
-unsafe extern "C" fn rsa_sign(
-    ctx: *mut c_void,
-    sig: *mut c_uchar,
-    siglen: *mut usize,
-    sigsize: usize,
-    tbs: *const c_uchar,
-    tbslen: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        // SAFETY: buffers from the caller, sizes as documented by provider-signature(7).
-        unsafe {
-            let tbs = crate::ffi::in_slice(tbs, tbslen)?;
-            sign_into(c, sig, siglen, sigsize, |out| c.sign(tbs, out))
-        }
-    })
-}
-
-unsafe extern "C" fn rsa_verify(
-    ctx: *mut c_void,
-    sig: *const c_uchar,
-    siglen: usize,
-    tbs: *const c_uchar,
-    tbslen: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        // SAFETY: sig and tbs are the core's input buffers of siglen and tbslen bytes, valid and
-        // not written during this call, as in_slice asks.
-        let (sig, tbs) = unsafe {
-            (
-                crate::ffi::in_slice(sig, siglen)?,
-                crate::ffi::in_slice(tbs, tbslen)?,
-            )
-        };
-        c.verify(sig, tbs).map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn rsa_verify_recover(
-    ctx: *mut c_void,
-    rout: *mut c_uchar,
-    routlen: *mut usize,
-    routsize: usize,
-    sig: *const c_uchar,
-    siglen: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        if routlen.is_null() {
-            return Err(KaeError::NullParameter.into());
-        }
-        if rout.is_null() {
-            // SAFETY: routlen is non-NULL (checked above); the core passes it writable.
-            unsafe { *routlen = c.key()?.size() };
-            return Ok(1);
-        }
-        // SAFETY: sig is the core's input of siglen bytes, valid and not written during this call.
-        let sig = unsafe { crate::ffi::in_slice(sig, siglen)? };
-        let data = c.verify_recover(sig)?;
-        if data.len() > routsize {
-            return Err(KaeError::BufferTooSmall.into());
-        }
-        // SAFETY: rout valid for routsize ≥ data.len() bytes.
-        unsafe {
-            core::ptr::copy_nonoverlapping(data.as_ptr(), rout, data.len());
-            *routlen = data.len();
-        }
-        Ok(1)
-    })
-}
-
-/// # Safety
-/// As [`op_init`]; `mdname` is NULL or a NUL-terminated string valid for the call.
-unsafe fn digest_op_init(
-    ctx: *mut c_void,
-    mdname: *const c_char,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-    op: Operation,
-) -> c_int {
-    // SAFETY: mdname is NULL or a NUL-terminated string valid for this call (digest_op_init's
-    // contract).
-    let mdname = unsafe { opt_cstr(mdname) };
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.digest_init(mdname, key, params, op).map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn rsa_digest_sign_init(
-    ctx: *mut c_void,
-    mdname: *const c_char,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet digest_op_init's contract.
-    unsafe { digest_op_init(ctx, mdname, key, params, Operation::Sign) }
-}
-unsafe extern "C" fn rsa_digest_verify_init(
-    ctx: *mut c_void,
-    mdname: *const c_char,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet digest_op_init's contract.
-    unsafe { digest_op_init(ctx, mdname, key, params, Operation::Verify) }
-}
-
-unsafe extern "C" fn rsa_digest_update(
-    ctx: *mut c_void,
-    data: *const c_uchar,
-    len: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, KaeError> {
-        // SAFETY: data is the core's input of len bytes, valid and not written during this call.
-        let data = unsafe { crate::ffi::in_slice(data, len)? };
-        c.md_ctx
-            .as_mut()
-            .ok_or(KaeError::OperationNotInitialized)?
-            .update(data)?;
-        Ok(1)
-    })
-}
-
-unsafe extern "C" fn rsa_digest_sign_final(
-    ctx: *mut c_void,
-    sig: *mut c_uchar,
-    siglen: *mut usize,
-    sigsize: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        if sig.is_null() {
-            // Size query: must not consume the running digest.
-            // SAFETY: sig is NULL and siglen is the core's length pointer (NULL or writable), as
-            // sign_into asks.
-            return unsafe { sign_into(c, sig, siglen, sigsize, |_| Ok(())) };
-        }
-        let h = c.digest_final()?;
-        // SAFETY: sig is the core's output buffer of sigsize bytes and siglen its writable length
-        // pointer (NULL is refused by sign_into), as sign_into asks.
-        unsafe { sign_into(c, sig, siglen, sigsize, |out| c.sign(&h, out)) }
-    })
-}
-
-unsafe extern "C" fn rsa_digest_verify_final(
-    ctx: *mut c_void,
-    sig: *const c_uchar,
-    siglen: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        let h = c.digest_final()?;
-        // SAFETY: sig is the core's input of siglen bytes, valid and not written during this call.
-        let sig = unsafe { crate::ffi::in_slice(sig, siglen)? };
-        c.verify(sig, &h).map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn rsa_sig_get_ctx_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: params is the core's array, NULL or terminated and writable for this call.
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.get_params(&mut unsafe { ParamsMut::from_ptr(params) })
-            .map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn rsa_sig_set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
-    // SAFETY: params is the core's array, NULL or terminated and valid for this call.
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.set_params(&unsafe { Params::from_ptr(params) })
-            .map(|_| 1)
-    })
-}
-
 static GETTABLE: ParamTable<6> = ParamTable([
     desc(c"algorithm-id", OSSL_PARAM_OCTET_STRING),
     desc(c"pad-mode", OSSL_PARAM_UTF8_STRING),
@@ -930,106 +592,157 @@ static SETTABLE: ParamTable<7> = ParamTable([
     END,
 ]);
 
-unsafe extern "C" fn rsa_sig_gettable_ctx_params(
-    _ctx: *mut c_void,
-    _provctx: *mut c_void,
-) -> *const OSSL_PARAM {
-    GETTABLE.as_ptr()
-}
+impl OpCtx for SigCtx {
+    fn new(prov: Arc<ProvCtx>) -> Result<Self, Failure> {
+        Ok(SigCtx {
+            prov,
+            key: None,
+            op: Operation::Sign,
+            pad: PadMode::Pkcs1,
+            md: None,
+            mgf1: None,
+            saltlen: SaltLen::Auto,
+            propq: None,
+            mgf1_propq: None,
+            md_ctx: None,
+            md_locked: false,
+            sigalg: None,
+            allow_update: true,
+            allow_final: true,
+            allow_oneshot: true,
+            sig: None,
+        })
+    }
 
-unsafe extern "C" fn rsa_sig_settable_ctx_params(
-    _ctx: *mut c_void,
-    _provctx: *mut c_void,
-) -> *const OSSL_PARAM {
-    SETTABLE.as_ptr()
-}
-
-unsafe extern "C" fn rsa_sig_get_ctx_md_params(ctx: *mut c_void, params: *mut OSSL_PARAM) -> c_int {
-    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
-    // ctx_mut asks.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    match &c.md_ctx {
-        // SAFETY: m is the EVP_MD_CTX owned by this SigCtx, live while c is; params is the core's
-        // array (NULL or terminated, valid for this call), passed on unchanged.
-        Some(m) => unsafe { EVP_MD_CTX_get_params(m.as_ptr(), params) },
-        None => 0,
+    fn provider(&self) -> &ProvCtx {
+        &self.prov
     }
 }
 
-unsafe extern "C" fn rsa_sig_set_ctx_md_params(
-    ctx: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
-    // ctx_mut asks.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return 0;
-    };
-    match &c.md_ctx {
-        // SAFETY: m is the EVP_MD_CTX owned by this SigCtx, live while c is; params is the core's
-        // array (NULL or terminated, valid for this call), passed on unchanged.
-        Some(m) => unsafe { EVP_MD_CTX_set_params(m.as_ptr(), params) },
-        None => 0,
+impl Duplicate for SigCtx {
+    fn dup(&self) -> Result<Self, Failure> {
+        Ok(self.try_clone()?)
     }
 }
 
-unsafe extern "C" fn rsa_sig_gettable_ctx_md_params(ctx: *mut c_void) -> *const OSSL_PARAM {
-    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
-    // ctx_mut asks.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return core::ptr::null();
-    };
-    match &c.md {
-        // SAFETY: md holds a reference to a fetched EVP_MD, live while c is; the table returned is
-        // the digest's provider's static data.
-        Some(md) => unsafe { EVP_MD_gettable_ctx_params(md.as_ptr()) },
-        None => core::ptr::null(),
+impl SignatureCtx for SigCtx {
+    fn set_properties(&mut self, propq: Option<&str>) {
+        self.propq = propq.map(str::to_owned);
+    }
+
+    fn sign_size(&self) -> Result<usize, Failure> {
+        Ok(self.key()?.size())
+    }
+
+    fn verify_recover_size(&self) -> Result<usize, Failure> {
+        Ok(self.key()?.size())
+    }
+
+    fn verify_recover(&mut self, sig: &[u8]) -> Result<Zeroizing<Vec<u8>>, Failure> {
+        self.recover(sig).map(Zeroizing::new)
     }
 }
 
-unsafe extern "C" fn rsa_sig_settable_ctx_md_params(ctx: *mut c_void) -> *const OSSL_PARAM {
-    // SAFETY: the core passes the pointer our newctx/dupctx returned (or NULL), not yet freed, as
-    // ctx_mut asks.
-    let Some(c) = (unsafe { ctx_mut(ctx) }) else {
-        return core::ptr::null();
-    };
-    match &c.md {
-        // SAFETY: md holds a reference to a fetched EVP_MD, live while c is; the table returned is
-        // the digest's provider's static data.
-        Some(md) => unsafe { EVP_MD_settable_ctx_params(md.as_ptr()) },
-        None => core::ptr::null(),
+impl CtxParams for SigCtx {
+    fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
+        self.set_sig_params(params)
+    }
+
+    fn get_params(&mut self, params: &mut ParamsMut<'_>) -> Result<(), Failure> {
+        Ok(self.get_sig_params(params)?)
+    }
+
+    fn settable(_prov: Option<&ProvCtx>) -> &'static [OSSL_PARAM] {
+        &SETTABLE.0
+    }
+
+    fn gettable(_prov: Option<&ProvCtx>) -> &'static [OSSL_PARAM] {
+        &GETTABLE.0
     }
 }
 
-pub static RSA_SIGNATURE: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
-    crate::dispatch![
-        OSSL_FUNC_SIGNATURE_NEWCTX => rsa_sig_newctx as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_SIGNATURE_SIGN_INIT => rsa_sign_init as unsafe extern "C" fn(_, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_SIGN => rsa_sign as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_VERIFY_INIT => rsa_verify_init as unsafe extern "C" fn(_, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_VERIFY => rsa_verify as unsafe extern "C" fn(_, _, _, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT => rsa_verify_recover_init as unsafe extern "C" fn(_, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_VERIFY_RECOVER => rsa_verify_recover as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT => rsa_digest_sign_init as unsafe extern "C" fn(_, _, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE => rsa_digest_update as unsafe extern "C" fn(_, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL => rsa_digest_sign_final as unsafe extern "C" fn(_, _, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT => rsa_digest_verify_init as unsafe extern "C" fn(_, _, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE => rsa_digest_update as unsafe extern "C" fn(_, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL => rsa_digest_verify_final as unsafe extern "C" fn(_, _, _) -> _,
-        OSSL_FUNC_SIGNATURE_FREECTX => rsa_sig_freectx as unsafe extern "C" fn(_),
-        OSSL_FUNC_SIGNATURE_DUPCTX => rsa_sig_dupctx as unsafe extern "C" fn(_) -> _,
-        OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS => rsa_sig_get_ctx_params as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS => rsa_sig_gettable_ctx_params as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS => rsa_sig_set_ctx_params as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS => rsa_sig_settable_ctx_params as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_SIGNATURE_GET_CTX_MD_PARAMS => rsa_sig_get_ctx_md_params as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_SIGNATURE_GETTABLE_CTX_MD_PARAMS => rsa_sig_gettable_ctx_md_params as unsafe extern "C" fn(_) -> _,
-        OSSL_FUNC_SIGNATURE_SET_CTX_MD_PARAMS => rsa_sig_set_ctx_md_params as unsafe extern "C" fn(_, _) -> _,
-        OSSL_FUNC_SIGNATURE_SETTABLE_CTX_MD_PARAMS => rsa_sig_settable_ctx_md_params as unsafe extern "C" fn(_) -> _,
-    ]
-});
+impl Signature for SigCtx {
+    fn sign_init(&mut self, key: Option<&KeyObj>, params: &Params<'_>) -> Result<(), Failure> {
+        self.init(key, params, Operation::Sign)
+    }
+
+    fn verify_init(&mut self, key: Option<&KeyObj>, params: &Params<'_>) -> Result<(), Failure> {
+        self.init(key, params, Operation::Verify)
+    }
+
+    fn verify_recover_init(
+        &mut self,
+        key: Option<&KeyObj>,
+        params: &Params<'_>,
+    ) -> Result<(), Failure> {
+        self.init(key, params, Operation::VerifyRecover)
+    }
+
+    fn sign(&mut self, tbs: &[u8], sig: &mut [u8]) -> Result<usize, Failure> {
+        self.sign_tbs(tbs, sig)?;
+        Ok(sig.len())
+    }
+
+    fn verify(&mut self, sig: &[u8], tbs: &[u8]) -> Result<(), Failure> {
+        self.verify_tbs(sig, tbs)
+    }
+
+    fn digest_sign_init(
+        &mut self,
+        md: Option<&str>,
+        key: Option<&KeyObj>,
+        params: &Params<'_>,
+    ) -> Result<(), Failure> {
+        self.digest_init(md, key, params, Operation::Sign)
+    }
+
+    fn digest_verify_init(
+        &mut self,
+        md: Option<&str>,
+        key: Option<&KeyObj>,
+        params: &Params<'_>,
+    ) -> Result<(), Failure> {
+        self.digest_init(md, key, params, Operation::Verify)
+    }
+
+    fn digest_update(&mut self, data: &[u8]) -> Result<(), Failure> {
+        self.md_ctx
+            .as_mut()
+            .ok_or(KaeError::OperationNotInitialized)?
+            .update(data)?;
+        Ok(())
+    }
+
+    fn digest_sign_final(&mut self, sig: &mut [u8]) -> Result<usize, Failure> {
+        let h = self.digest_final()?;
+        self.sign_tbs(&h, sig)?;
+        Ok(sig.len())
+    }
+
+    fn digest_verify_final(&mut self, sig: &[u8]) -> Result<(), Failure> {
+        let h = self.digest_final()?;
+        self.verify_tbs(sig, &h)
+    }
+
+    fn get_md_params(&mut self, params: &mut ParamsMut<'_>) -> bool {
+        self.md_ctx.as_mut().is_some_and(|m| m.get_params(params))
+    }
+
+    fn set_md_params(&mut self, params: &Params<'_>) -> bool {
+        self.md_ctx.as_mut().is_some_and(|m| m.set_params(params))
+    }
+
+    fn gettable_md_params(&self) -> Option<&'static [OSSL_PARAM]> {
+        self.md.as_ref()?.gettable_ctx_params()
+    }
+
+    fn settable_md_params(&self) -> Option<&'static [OSSL_PARAM]> {
+        self.md.as_ref()?.settable_ctx_params()
+    }
+}
+
+pub static RSA_SIGNATURE: LazyLock<Table<OSSL_DISPATCH>> =
+    LazyLock::new(crate::abi::signature::table::<SigCtx>);
 
 // ---- Composite algorithms (OpenSSL 3.4+): RSA-SHA256 and the like -------------------------
 //
@@ -1140,15 +853,13 @@ impl SigCtx {
     fn sigalg_init(
         &mut self,
         alg: &'static SigAlg,
-        keydata: *mut c_void,
-        params: *const OSSL_PARAM,
+        key: Option<&KeyObj>,
+        params: &Params<'_>,
         op: Operation,
     ) -> Result<(), Failure> {
-        self.init_key(keydata, op)?;
+        self.init_key(key, op)?;
         // The default provider applies the init parameters (only `signature` counts) first.
-        // SAFETY: params is what sigalg_op_init got from the core: NULL or a terminated array valid
-        // for this call (its contract).
-        self.sigalg_set_params(&unsafe { Params::from_ptr(params) })?;
+        self.sigalg_set_params(params)?;
         if self.key()?.kind == KeyType::RsaPss {
             return Err(Failure::with(
                 KaeError::PssRestricted,
@@ -1205,6 +916,16 @@ impl SigCtx {
 
     /// The final digest; ends the operation (no update, final or one-shot call after it).
     fn message_digest(&mut self) -> Result<Zeroizing<Vec<u8>>, Failure> {
+        self.check_final()?;
+        let h = self.digest_final()?;
+        self.allow_update = false;
+        self.allow_final = false;
+        self.allow_oneshot = false;
+        Ok(h)
+    }
+
+    /// Refuses a final call before init or once the operation has ended.
+    fn check_final(&self) -> Result<(), Failure> {
         if self.md_ctx.is_none() {
             return Err(KaeError::OperationNotInitialized.into());
         }
@@ -1214,11 +935,7 @@ impl SigCtx {
                 "final call out of order (the operation has ended)",
             ));
         }
-        let h = self.digest_final()?;
-        self.allow_update = false;
-        self.allow_final = false;
-        self.allow_oneshot = false;
-        Ok(h)
+        Ok(())
     }
 
     fn check_oneshot(&self) -> Result<(), Failure> {
@@ -1235,267 +952,142 @@ impl SigCtx {
     fn verify_message_final(&mut self) -> Result<(), Failure> {
         let h = self.message_digest()?;
         let sig = self.sig.clone().unwrap_or_default();
-        self.verify(&sig, &h)
+        self.verify_tbs(&sig, &h)
     }
-}
-
-/// sign_message_final: the signature of the hashed message, or its size when `sig` is NULL
-/// (which leaves the running digest alone).
-///
-/// # Safety
-/// As [`sign_into`].
-unsafe fn sign_message_final_into(
-    c: &mut SigCtx,
-    sig: *mut c_uchar,
-    siglen: *mut usize,
-    sigsize: usize,
-) -> Result<c_int, Failure> {
-    if c.md_ctx.is_none() {
-        return Err(KaeError::OperationNotInitialized.into());
-    }
-    if !c.allow_final {
-        return Err(Failure::with(
-            KaeError::OperationNotInitialized,
-            "final call out of order (the operation has ended)",
-        ));
-    }
-    if sig.is_null() {
-        // SAFETY: sig is NULL and siglen, sigsize are this function's arguments, under sign_into's
-        // contract.
-        return unsafe { sign_into(c, sig, siglen, sigsize, |_| Ok(())) };
-    }
-    let h = c.message_digest()?;
-    // SAFETY: sig, siglen and sigsize are this function's arguments, under sign_into's contract.
-    unsafe { sign_into(c, sig, siglen, sigsize, |out| c.sign(&h, out)) }
-}
-
-/// # Safety
-/// As [`op_init`].
-unsafe fn sigalg_op_init(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-    alg: &'static SigAlg,
-    op: Operation,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.sigalg_init(alg, key, params, op).map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn sigalg_sign_init<const I: usize>(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
-    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::Sign) }
-}
-unsafe extern "C" fn sigalg_sign_message_init<const I: usize>(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
-    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::SignMessage) }
-}
-unsafe extern "C" fn sigalg_verify_init<const I: usize>(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
-    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::Verify) }
-}
-unsafe extern "C" fn sigalg_verify_message_init<const I: usize>(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
-    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::VerifyMessage) }
-}
-unsafe extern "C" fn sigalg_verify_recover_init<const I: usize>(
-    ctx: *mut c_void,
-    key: *mut c_void,
-    params: *const OSSL_PARAM,
-) -> c_int {
-    // SAFETY: the core's arguments, passed unchanged, meet sigalg_op_init's contract.
-    unsafe { sigalg_op_init(ctx, key, params, &SIGALGS[I], Operation::VerifyRecover) }
-}
-
-/// One-shot sign: the digest (sign) or the whole message (sign-message).
-unsafe extern "C" fn sigalg_sign(
-    ctx: *mut c_void,
-    sig: *mut c_uchar,
-    siglen: *mut usize,
-    sigsize: usize,
-    tbs: *const c_uchar,
-    tbslen: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        c.check_oneshot()?;
-        if c.op == Operation::SignMessage {
-            if !sig.is_null() {
-                // SAFETY: tbs is the core's input of tbslen bytes, valid and not written during
-                // this call.
-                c.message_update(unsafe { crate::ffi::in_slice(tbs, tbslen)? })?;
-            }
-            // SAFETY: sig is the core's output buffer (NULL for a size query) of sigsize bytes and
-            // siglen its length pointer, as sign_message_final_into asks.
-            return unsafe { sign_message_final_into(c, sig, siglen, sigsize) };
-        }
-        // SAFETY: caller buffers, sizes as documented by provider-signature(7).
-        unsafe {
-            let tbs = crate::ffi::in_slice(tbs, tbslen)?;
-            sign_into(c, sig, siglen, sigsize, |out| c.sign(tbs, out))
-        }
-    })
-}
-
-unsafe extern "C" fn sigalg_message_update(
-    ctx: *mut c_void,
-    data: *const c_uchar,
-    len: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        // SAFETY: data is the core's input of len bytes, valid and not written during this call.
-        c.message_update(unsafe { crate::ffi::in_slice(data, len)? })?;
-        Ok(1)
-    })
-}
-
-unsafe extern "C" fn sigalg_sign_message_final(
-    ctx: *mut c_void,
-    sig: *mut c_uchar,
-    siglen: *mut usize,
-    sigsize: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        // SAFETY: sig is the core's output buffer (NULL for a size query) of sigsize bytes and
-        // siglen its length pointer, as sign_message_final_into asks.
-        unsafe { sign_message_final_into(c, sig, siglen, sigsize) }
-    })
-}
-
-/// One-shot verify: of a digest (verify) or of the whole message (verify-message).
-unsafe extern "C" fn sigalg_verify(
-    ctx: *mut c_void,
-    sig: *const c_uchar,
-    siglen: usize,
-    tbs: *const c_uchar,
-    tbslen: usize,
-) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| -> Result<c_int, Failure> {
-        c.check_oneshot()?;
-        // SAFETY: sig and tbs are the core's input buffers of siglen and tbslen bytes, valid and
-        // not written during this call, as in_slice asks.
-        let (sig, tbs) = unsafe {
-            (
-                crate::ffi::in_slice(sig, siglen)?,
-                crate::ffi::in_slice(tbs, tbslen)?,
-            )
-        };
-        if c.op == Operation::VerifyMessage {
-            c.sig = Some(sig.to_vec());
-            c.message_update(tbs)?;
-            return c.verify_message_final().map(|_| 1);
-        }
-        c.verify(sig, tbs).map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn sigalg_verify_message_final(ctx: *mut c_void) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract).
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.verify_message_final().map(|_| 1)
-    })
-}
-
-unsafe extern "C" fn sigalg_set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
-    // SAFETY: ctx is NULL or the context our newctx returned (the core's contract); params is
-    // a valid array or NULL.
-    with_ctx(unsafe { ctx_mut(ctx) }, |c| {
-        c.sigalg_set_params(&unsafe { Params::from_ptr(params) })
-            .map(|_| 1)
-    })
 }
 
 static SIGALG_SETTABLE: ParamTable<2> =
     ParamTable([desc(c"signature", OSSL_PARAM_OCTET_STRING), END]);
 
-/// `signature` in verify-message, nothing otherwise (NULL, as the default provider).
-unsafe extern "C" fn sigalg_settable_ctx_params(
-    ctx: *mut c_void,
-    _provctx: *mut c_void,
-) -> *const OSSL_PARAM {
-    // SAFETY: the core passes NULL (a query without a context) or a context our newctx/dupctx
-    // returned and has not freed, as ctx_mut asks.
-    match unsafe { ctx_mut(ctx) } {
-        Some(c) if c.op == Operation::VerifyMessage => SIGALG_SETTABLE.as_ptr(),
-        _ => core::ptr::null(),
+static SIGALG_KEY_TYPES: KeyTypes = KeyTypes::one(c"RSA");
+
+/// A context of the composite algorithm `SIGALGS[I]`.
+pub struct SigAlgCtx<const I: usize>(SigCtx);
+
+impl<const I: usize> OpCtx for SigAlgCtx<I> {
+    fn new(prov: Arc<ProvCtx>) -> Result<Self, Failure> {
+        SigCtx::new(prov).map(SigAlgCtx)
+    }
+
+    fn provider(&self) -> &ProvCtx {
+        &self.0.prov
     }
 }
 
-/// A NULL-terminated list of key type names that can live in a static.
-struct KeyTypes([*const c_char; 2]);
-// SAFETY: pointers to static strings, never written.
-unsafe impl Sync for KeyTypes {}
-static SIGALG_KEY_TYPES: KeyTypes = KeyTypes([c"RSA".as_ptr(), core::ptr::null()]);
-
-unsafe extern "C" fn sigalg_query_key_types() -> *const *const c_char {
-    SIGALG_KEY_TYPES.0.as_ptr()
+impl<const I: usize> Duplicate for SigAlgCtx<I> {
+    fn dup(&self) -> Result<Self, Failure> {
+        self.0.dup().map(SigAlgCtx)
+    }
 }
 
-macro_rules! sigalg_table {
-    ($i:literal) => {
-        LazyLock::new(|| {
-            crate::dispatch![
-                OSSL_FUNC_SIGNATURE_NEWCTX => rsa_sig_newctx as unsafe extern "C" fn(_, _) -> _,
-                OSSL_FUNC_SIGNATURE_SIGN_INIT => sigalg_sign_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_SIGN => sigalg_sign as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_INIT => sigalg_sign_message_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_UPDATE => sigalg_message_update as unsafe extern "C" fn(_, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_FINAL => sigalg_sign_message_final as unsafe extern "C" fn(_, _, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_VERIFY_INIT => sigalg_verify_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_VERIFY => sigalg_verify as unsafe extern "C" fn(_, _, _, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_INIT => sigalg_verify_message_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_UPDATE => sigalg_message_update as unsafe extern "C" fn(_, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_FINAL => sigalg_verify_message_final as unsafe extern "C" fn(_) -> _,
-                OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT => sigalg_verify_recover_init::<$i> as unsafe extern "C" fn(_, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_VERIFY_RECOVER => rsa_verify_recover as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
-                OSSL_FUNC_SIGNATURE_FREECTX => rsa_sig_freectx as unsafe extern "C" fn(_),
-                OSSL_FUNC_SIGNATURE_DUPCTX => rsa_sig_dupctx as unsafe extern "C" fn(_) -> _,
-                OSSL_FUNC_SIGNATURE_QUERY_KEY_TYPES => sigalg_query_key_types as unsafe extern "C" fn() -> _,
-                OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS => rsa_sig_get_ctx_params as unsafe extern "C" fn(_, _) -> _,
-                OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS => rsa_sig_gettable_ctx_params as unsafe extern "C" fn(_, _) -> _,
-                OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS => sigalg_set_ctx_params as unsafe extern "C" fn(_, _) -> _,
-                OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS => sigalg_settable_ctx_params as unsafe extern "C" fn(_, _) -> _,
-            ]
-        })
+impl<const I: usize> SignatureCtx for SigAlgCtx<I> {
+    fn set_properties(&mut self, propq: Option<&str>) {
+        self.0.set_properties(propq)
+    }
+
+    fn sign_size(&self) -> Result<usize, Failure> {
+        self.0.sign_size()
+    }
+
+    fn verify_recover_size(&self) -> Result<usize, Failure> {
+        self.0.verify_recover_size()
+    }
+
+    fn verify_recover(&mut self, sig: &[u8]) -> Result<Zeroizing<Vec<u8>>, Failure> {
+        SignatureCtx::verify_recover(&mut self.0, sig)
+    }
+}
+
+impl<const I: usize> SignatureAlgorithm for SigAlgCtx<I> {
+    fn init(
+        &mut self,
+        op: Operation,
+        key: Option<&KeyObj>,
+        params: &Params<'_>,
+    ) -> Result<(), Failure> {
+        self.0.sigalg_init(&SIGALGS[I], key, params, op)
+    }
+
+    fn oneshot_sign_size(&self) -> Result<usize, Failure> {
+        self.0.check_oneshot()?;
+        if self.0.op == Operation::SignMessage {
+            self.0.check_final()?;
+        }
+        self.0.sign_size()
+    }
+
+    fn oneshot_sign(&mut self, tbs: &[u8], sig: &mut [u8]) -> Result<usize, Failure> {
+        if self.0.op == Operation::SignMessage {
+            self.0.message_update(tbs)?;
+            return self.sign_message_final(sig);
+        }
+        self.0.sign_tbs(tbs, sig)?;
+        Ok(sig.len())
+    }
+
+    fn message_update(&mut self, data: &[u8]) -> Result<(), Failure> {
+        self.0.message_update(data)
+    }
+
+    /// A size query leaves the running digest alone.
+    fn sign_message_final_size(&self) -> Result<usize, Failure> {
+        self.0.check_final()?;
+        self.0.sign_size()
+    }
+
+    fn sign_message_final(&mut self, sig: &mut [u8]) -> Result<usize, Failure> {
+        let h = self.0.message_digest()?;
+        self.0.sign_tbs(&h, sig)?;
+        Ok(sig.len())
+    }
+
+    fn oneshot_verify(&mut self, sig: &[u8], tbs: &[u8]) -> Result<(), Failure> {
+        self.0.check_oneshot()?;
+        if self.0.op == Operation::VerifyMessage {
+            self.0.sig = Some(sig.to_vec());
+            self.0.message_update(tbs)?;
+            return self.0.verify_message_final();
+        }
+        self.0.verify_tbs(sig, tbs)
+    }
+
+    fn verify_message_final(&mut self) -> Result<(), Failure> {
+        self.0.verify_message_final()
+    }
+
+    fn get_params(&mut self, params: &mut ParamsMut<'_>) -> Result<(), Failure> {
+        Ok(self.0.get_sig_params(params)?)
+    }
+
+    fn set_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
+        self.0.sigalg_set_params(params)
+    }
+
+    fn gettable(_prov: Option<&ProvCtx>) -> &'static [OSSL_PARAM] {
+        &GETTABLE.0
+    }
+
+    /// `signature` in verify-message, nothing otherwise (NULL, as the default provider).
+    fn settable(ctx: Option<&Self>) -> Option<&'static [OSSL_PARAM]> {
+        match ctx {
+            Some(c) if c.0.op == Operation::VerifyMessage => Some(&SIGALG_SETTABLE.0),
+            _ => None,
+        }
+    }
+
+    fn key_types() -> &'static KeyTypes {
+        &SIGALG_KEY_TYPES
+    }
+}
+
+macro_rules! algorithm_tables {
+    ($($i:literal),*) => {
+        [$(LazyLock::new(crate::abi::signature::algorithm_table::<SigAlgCtx<$i>>)),*]
     };
 }
 
-static SIGALG_TABLES: [LazyLock<Table<OSSL_DISPATCH>>; 13] = [
-    sigalg_table!(0),
-    sigalg_table!(1),
-    sigalg_table!(2),
-    sigalg_table!(3),
-    sigalg_table!(4),
-    sigalg_table!(5),
-    sigalg_table!(6),
-    sigalg_table!(7),
-    sigalg_table!(8),
-    sigalg_table!(9),
-    sigalg_table!(10),
-    sigalg_table!(11),
-    sigalg_table!(12),
-];
+static SIGALG_TABLES: [LazyLock<Table<OSSL_DISPATCH>>; 13] =
+    algorithm_tables!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
 
 /// (names, dispatch table, description) of every composite algorithm, for the provider's
 /// algorithm list on 3.4+ cores.
@@ -1543,18 +1135,21 @@ mod sigalg_tests {
         assert_eq!(sigalg_tables().count(), SIGALGS.len());
     }
 
+    /// The sign-init function of a table made for composite `i`.
     fn sigalg_init_fn(i: usize) -> unsafe extern "C" fn() {
         macro_rules! pick {
             ($($n:literal),*) => {
                 match i {
-                    $($n => unsafe {
-                        core::mem::transmute::<*const (), unsafe extern "C" fn()>(
-                            sigalg_sign_init::<$n> as *const ())
-                    },)*
+                    $($n => crate::abi::signature::algorithm_table::<SigAlgCtx<$n>>(),)*
                     _ => unreachable!(),
                 }
             };
         }
         pick!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+            .0
+            .iter()
+            .find(|d| d.function_id == OSSL_FUNC_SIGNATURE_SIGN_INIT)
+            .and_then(|d| d.function)
+            .unwrap()
     }
 }

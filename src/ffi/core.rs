@@ -202,25 +202,6 @@ pub fn guard<T, E: Into<Failure>>(
     }
 }
 
-/// An operation context that knows the core it reports errors to.
-pub trait HasCore {
-    fn core(&self) -> Core;
-}
-
-/// Runs `f` on an operation context inside the panic guard (errors are raised with the
-/// context's core); 0 when there is no context, or `f` fails or panics. The shims pass
-/// `unsafe { ctx_mut(ctx) }` so that the unsafe part stays one expression.
-pub fn with_ctx<C: HasCore, E: Into<Failure>>(
-    ctx: Option<&mut C>,
-    f: impl FnOnce(&mut C) -> Result<core::ffi::c_int, E>,
-) -> core::ffi::c_int {
-    let Some(c) = ctx else {
-        return 0;
-    };
-    let core = c.core();
-    guard(Some(&core), 0, || f(c))
-}
-
 /// `guard` for functions returning a pointer (NULL on failure).
 pub fn guard_ptr<T, E: Into<Failure>>(
     core: Option<&Core>,

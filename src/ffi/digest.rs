@@ -83,6 +83,18 @@ impl Md {
     pub fn size(&self) -> usize {
         self.size
     }
+
+    /// The parameters a context of this digest takes (None: it describes none).
+    pub fn settable_ctx_params(&self) -> Option<&'static [OSSL_PARAM]> {
+        // SAFETY: a live EVP_MD; the answer is its provider's static data, terminated.
+        unsafe { super::params::terminated(EVP_MD_settable_ctx_params(self.as_ptr())) }
+    }
+
+    /// The parameters a context of this digest reports (None: it describes none).
+    pub fn gettable_ctx_params(&self) -> Option<&'static [OSSL_PARAM]> {
+        // SAFETY: as in settable_ctx_params.
+        unsafe { super::params::terminated(EVP_MD_gettable_ctx_params(self.as_ptr())) }
+    }
 }
 
 impl Clone for Md {
@@ -183,6 +195,18 @@ impl MdCtx {
         }
         out.copy_from_slice(&buf[..len as usize]);
         Ok(())
+    }
+
+    /// `EVP_MD_CTX_get_params`: the digest's answer.
+    pub fn get_params(&mut self, params: &mut super::params::ParamsMut<'_>) -> bool {
+        // SAFETY: our live context; the array is NULL or terminated and writable.
+        unsafe { EVP_MD_CTX_get_params(self.as_ptr(), params.as_mut_ptr()) == 1 }
+    }
+
+    /// `EVP_MD_CTX_set_params`: the digest's answer.
+    pub fn set_params(&mut self, params: &super::params::Params<'_>) -> bool {
+        // SAFETY: our live context; the array is NULL or terminated, valid for the call.
+        unsafe { EVP_MD_CTX_set_params(self.as_ptr(), params.as_ptr()) == 1 }
     }
 
     pub fn try_clone(&self) -> KaeResult<Self> {

@@ -33,6 +33,46 @@ pub type PassphraseCb = unsafe extern "C" fn(
     arg: *mut c_void,
 ) -> c_int;
 
+/// The caller's passphrase callback as the core handed it to one `encode` call.
+pub struct Passphrase<'call> {
+    cb: PassphraseCb,
+    arg: *mut c_void,
+    _call: core::marker::PhantomData<&'call ()>,
+}
+
+impl Passphrase<'_> {
+    /// # Safety
+    /// `cb` and `arg` are the ones the core passed to the current `encode` call, and the
+    /// `Passphrase` is dropped before that call returns.
+    pub unsafe fn new(cb: PassphraseCb, arg: *mut c_void) -> Self {
+        Passphrase {
+            cb,
+            arg,
+            _call: core::marker::PhantomData,
+        }
+    }
+}
+
+/// The application's output as the core handed it to one `encode` call.
+pub struct CoreOut<'call> {
+    bio: NonNull<OSSL_CORE_BIO>,
+    _call: core::marker::PhantomData<&'call mut ()>,
+}
+
+impl CoreOut<'_> {
+    /// None for NULL.
+    ///
+    /// # Safety
+    /// `bio` is NULL or the core BIO the core passed to the current `encode` call, and the
+    /// `CoreOut` is dropped before that call returns.
+    pub unsafe fn new(bio: *mut OSSL_CORE_BIO) -> Option<Self> {
+        NonNull::new(bio).map(|bio| CoreOut {
+            bio,
+            _call: core::marker::PhantomData,
+        })
+    }
+}
+
 const BIO_CTRL_INFO: c_int = 3;
 
 extern "C" {
@@ -242,19 +282,13 @@ impl<'k> EncoderCtx<'k> {
         )
     }
 
-    /// Passes the caller's passphrase callback on, unchanged.
-    ///
-    /// # Safety
-    /// `cb` and `cbarg` stay valid while this context encodes (they are the ones the core
-    /// handed to our `encode`, valid for that call).
-    pub unsafe fn set_passphrase_cb(
-        &mut self,
-        cb: PassphraseCb,
-        cbarg: *mut c_void,
-    ) -> KaeResult<()> {
-        // SAFETY: a live context; callback validity is the caller's contract.
+    /// Passes the caller's passphrase callback on, unchanged. The context may not outlive
+    /// the `encode` call the callback came with (`'k`).
+    pub fn set_passphrase(&mut self, p: &'k Passphrase<'_>) -> KaeResult<()> {
+        // SAFETY: a live context; the callback and its argument are valid for the encode call
+        // (Passphrase::new's contract), which outlives this context.
         ok(
-            unsafe { OSSL_ENCODER_CTX_set_passphrase_cb(self.ptr.as_ptr(), Some(cb), cbarg) },
+            unsafe { OSSL_ENCODER_CTX_set_passphrase_cb(self.ptr.as_ptr(), Some(p.cb), p.arg) },
             KaeError::Internal,
         )
     }
@@ -334,24 +368,23 @@ impl Drop for MemBio {
 /// A BIO writing to the application's `OSSL_CORE_BIO` (through the core's BIO upcalls of the
 /// library context `libctx`, which must be a context made from the core's dispatch table, as
 /// `OSSL_LIB_CTX_new_child` does).
-pub struct CoreBio(NonNull<BIO>);
+pub struct CoreBio<'o>(NonNull<BIO>, core::marker::PhantomData<&'o mut ()>);
 
-impl CoreBio {
+impl CoreBio<'_> {
+    /// A BIO writing to `out`, dropped with the borrow of `out`, before the `encode` call
+    /// returns.
+    ///
     /// # Safety
-    /// `corebio` is the core BIO the core passed to the current `encode` call, and the
-    /// `CoreBio` is dropped before that call returns; `libctx` is a live library context made
-    /// from the core's dispatch table (`OSSL_LIB_CTX_new_child`), which carries the BIO upcalls.
-    pub unsafe fn new(
+    /// `libctx` is a live library context made from the core's dispatch table
+    /// (`OSSL_LIB_CTX_new_child`), which carries the BIO upcalls.
+    pub unsafe fn new<'o>(
         libctx: *mut OSSL_LIB_CTX,
-        corebio: *mut OSSL_CORE_BIO,
-    ) -> KaeResult<CoreBio> {
-        if corebio.is_null() {
-            return Err(KaeError::NullParameter);
-        }
-        // SAFETY: corebio is non-NULL and the core's BIO of the current call, and libctx a library
-        // context made from the core's dispatch table (caller's contract).
-        NonNull::new(unsafe { BIO_new_from_core_bio(libctx, corebio) })
-            .map(CoreBio)
+        out: &'o mut CoreOut<'_>,
+    ) -> KaeResult<CoreBio<'o>> {
+        // SAFETY: out holds the core's BIO of the current call (CoreOut::new's contract), and
+        // libctx a library context made from the core's dispatch table (the contract).
+        NonNull::new(unsafe { BIO_new_from_core_bio(libctx, out.bio.as_ptr()) })
+            .map(|b| CoreBio(b, core::marker::PhantomData))
             .ok_or(KaeError::Internal)
     }
 
@@ -377,7 +410,7 @@ impl CoreBio {
     }
 }
 
-impl Drop for CoreBio {
+impl Drop for CoreBio<'_> {
     fn drop(&mut self) {
         // SAFETY: owned (freeing it does not free the core's BIO).
         unsafe { BIO_free(self.0.as_ptr()) };

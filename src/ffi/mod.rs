@@ -12,6 +12,7 @@ pub mod encode;
 pub mod fork;
 pub mod memcheck;
 pub mod params;
+pub mod rand;
 pub mod sched;
 pub mod stack;
 pub mod sys;

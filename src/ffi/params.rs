@@ -67,6 +67,26 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// The entries whose keys are not in `keys`, terminated: what is forwarded to another
+    /// implementation when some parameters must not reach it.
+    pub fn without(&self, keys: &[&CStr]) -> ParamSubset<'a> {
+        let mut v: Vec<OSSL_PARAM> = self
+            .raw()
+            .iter()
+            .filter(|p| {
+                // SAFETY: keys of a parameter array are valid C strings (from_ptr's contract).
+                let key = unsafe { CStr::from_ptr(p.key) };
+                !keys.contains(&key)
+            })
+            .copied()
+            .collect();
+        v.push(END);
+        ParamSubset {
+            params: v,
+            _life: PhantomData,
+        }
+    }
+
     /// Keys present in the array (for diagnostics).
     pub fn keys(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -242,6 +262,39 @@ impl<'a> Param<'a> {
     }
 }
 
+/// Some entries of a [`Params`] array, terminated ([`Params::without`]): they point into
+/// that array, so they live as long as it.
+pub struct ParamSubset<'a> {
+    params: Vec<OSSL_PARAM>,
+    _life: PhantomData<&'a OSSL_PARAM>,
+}
+
+impl ParamSubset<'_> {
+    pub fn as_ptr(&self) -> *const OSSL_PARAM {
+        self.params.as_ptr()
+    }
+}
+
+/// The static array `p` points to, terminator included (None for NULL).
+///
+/// # Safety
+/// `p` is NULL or an OSSL_PARAM array terminated by a NULL key that is never freed or
+/// written while the answer is used.
+pub unsafe fn terminated(p: *const OSSL_PARAM) -> Option<&'static [OSSL_PARAM]> {
+    if p.is_null() {
+        return None;
+    }
+    let mut n = 0;
+    // SAFETY: the array is terminated (the contract), so every index up to the terminator is
+    // in bounds.
+    unsafe {
+        while !(*p.add(n)).key.is_null() {
+            n += 1;
+        }
+        Some(core::slice::from_raw_parts(p, n + 1))
+    }
+}
+
 /// A writable parameter array (get_params requests).
 pub struct ParamsMut<'a> {
     ptr: *mut OSSL_PARAM,
@@ -257,6 +310,11 @@ impl<'a> ParamsMut<'a> {
             ptr,
             _life: PhantomData,
         }
+    }
+
+    /// The array, for handing it on to libcrypto (NULL when empty).
+    pub fn as_mut_ptr(&mut self) -> *mut OSSL_PARAM {
+        self.ptr
     }
 
     pub fn locate(&mut self, key: &CStr) -> Option<ParamMut<'_>> {

@@ -4,57 +4,11 @@
 use super::registry::{ProvCtx, MAX_INSTANCES};
 use super::relist::merged;
 use super::PROPERTIES;
+use crate::abi::{Table, ALG_END};
 use crate::error::KaeError;
 use crate::ffi::sys::*;
 use core::ffi::{c_int, c_void, CStr};
 use std::sync::LazyLock;
-
-/// Wrapper letting tables of OpenSSL's C structs (which hold raw pointers) live in statics.
-/// Only [`TableEntry`] types: a table of anything else would be shared unsoundly.
-///
-/// ```compile_fail
-/// let shared = kae::provider::Table(vec![std::rc::Rc::new(1)]);
-/// ```
-pub struct Table<T: TableEntry>(pub Vec<T>);
-
-/// The C structs a [`Table`] may hold: plain data (integers and pointers that OpenSSL only
-/// reads), so a table of them can be shared and sent between threads.
-///
-/// # Safety
-/// Implement only for C structs without interior mutability, ownership or `Drop`: sharing
-/// or sending a value must not allow a data race or a double free.
-pub unsafe trait TableEntry {}
-// SAFETY: `#[repr(C)]` structs of integers, C string pointers and function pointers (no
-// ownership, no interior mutability); what they point to is static and never written.
-unsafe impl TableEntry for OSSL_DISPATCH {}
-// SAFETY: `#[repr(C)]`: C string pointers (names, properties, description) and a dispatch
-// table pointer, to data that is only ever read; no ownership or interior mutability.
-unsafe impl TableEntry for OSSL_ALGORITHM {}
-// SAFETY: as above; in a table they are descriptors (key, type, null data): nothing is ever
-// written through them.
-unsafe impl TableEntry for OSSL_PARAM {}
-// SAFETY: an integer and a pointer to a static C string.
-unsafe impl TableEntry for OSSL_ITEM {}
-// SAFETY: a table's values are `TableEntry`s: plain data that may be shared and sent.
-unsafe impl<T: TableEntry> Sync for Table<T> {}
-// SAFETY: as for Sync: `TableEntry` values are plain data, so moving a table is sound.
-unsafe impl<T: TableEntry> Send for Table<T> {}
-
-/// Builds an `OSSL_DISPATCH` entry from a typed `extern "C"` function.
-#[macro_export]
-macro_rules! dispatch {
-    ($( $id:expr => $f:expr ),* $(,)?) => {
-        $crate::provider::Table(vec![
-            $( $crate::ffi::sys::OSSL_DISPATCH {
-                function_id: $id,
-                // SAFETY: OpenSSL casts the pointer back to the type documented for `$id`,
-                // which is the type of `$f`.
-                function: Some(unsafe { core::mem::transmute::<*const (), unsafe extern "C" fn()>($f as *const ()) }),
-            }, )*
-            $crate::ffi::sys::OSSL_DISPATCH { function_id: 0, function: None },
-        ])
-    };
-}
 
 fn algorithm(
     names: &'static CStr,
@@ -68,13 +22,6 @@ fn algorithm(
         algorithm_description: descr.as_ptr(),
     }
 }
-
-pub(super) const ALG_END: OSSL_ALGORITHM = OSSL_ALGORITHM {
-    algorithm_names: core::ptr::null(),
-    property_definition: core::ptr::null(),
-    implementation: core::ptr::null(),
-    algorithm_description: core::ptr::null(),
-};
 
 pub const RSA_NAMES: &CStr = c"RSA:rsaEncryption:1.2.840.113549.1.1.1";
 pub const RSA_PSS_NAMES: &CStr = c"RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10";

@@ -1,8 +1,8 @@
 //! Provider parameters: name, version, build information, the active backend and the
 //! operation counters (`openssl list -providers -verbose`).
 
-use super::algorithms::Table;
 use super::registry::ProvCtx;
+use crate::abi::Table;
 use crate::error::KaeError;
 use crate::ffi::guard;
 use crate::ffi::params::{desc, ParamsMut, END};

@@ -3,11 +3,11 @@
 
 use super::algorithms::kae_get_reason_strings;
 use super::algorithms::kae_query_operation;
-use super::algorithms::Table;
 use super::build_info::{kae_get_params, kae_gettable_params};
 use super::capabilities::kae_get_capabilities;
 use super::config::Config;
 use super::registry::*;
+use crate::abi::Table;
 use crate::error::KaeError;
 use crate::ffi::sys::*;
 use crate::ffi::{guard, Core};

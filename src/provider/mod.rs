@@ -9,7 +9,7 @@ mod entry;
 mod registry;
 mod relist;
 
-pub use algorithms::{Table, RSA_NAMES, RSA_PSS_NAMES};
+pub use algorithms::{RSA_NAMES, RSA_PSS_NAMES};
 pub use build_info::{BUILDINFO, VERSION};
 pub use config::Config;
 pub use config::{Setting, ENV_ONLY, SETTINGS};
@@ -17,7 +17,10 @@ pub use entry::OSSL_provider_init;
 pub use registry::{instance, ProvCtx, MAX_INSTANCES};
 
 use crate::error::KaeError;
-use crate::ffi::params::Params;
+use crate::ffi::core::Failure;
+use crate::ffi::params::{Param, Params};
+use crate::ffi::sys::OSSL_PARAM_UTF8_STRING;
+use crate::rsa::PadMode;
 use core::ffi::CStr;
 use std::ffi::CString;
 
@@ -28,6 +31,19 @@ pub const PROPERTIES: &CStr = crate::names::KAE_PROPQ;
 /// Turns a `&str` into a C string or reports the parameter as invalid.
 pub fn cstring(s: &str) -> Result<CString, KaeError> {
     CString::new(s).map_err(|_| KaeError::InvalidParam)
+}
+
+/// Reads a "pad-mode" parameter given as a name ("pss") or as OpenSSL's integer (6).
+pub fn pad_mode(p: &Param<'_>) -> Result<PadMode, Failure> {
+    if p.data_type() == OSSL_PARAM_UTF8_STRING {
+        let s = p.get_utf8()?;
+        PadMode::from_name(s)
+            .ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={s}")))
+    } else {
+        let v = p.get_int()?;
+        PadMode::from_int(v)
+            .ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={v}")))
+    }
 }
 
 /// Reads an optional string parameter.

@@ -2,11 +2,16 @@
 //! pointers the core passes back.
 
 use super::config::Config;
-use super::relist::ProxyTable;
+use crate::abi::Table;
+use crate::error::KaeError;
+use crate::ffi::encode::{cipher_available, CoreBio, CoreOut, Pkey};
+use crate::ffi::params::OwnedParams;
+use crate::ffi::rand::Drbg;
 use crate::ffi::sys::*;
 use crate::ffi::Core;
-use core::ffi::{c_int, c_void};
+use core::ffi::{c_int, c_void, CStr};
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::sync::{Arc, Mutex, RwLock};
 
 /// Per-instance provider state; `provctx` handed to OpenSSL is an `Arc<ProvCtx>` raw pointer.
@@ -29,6 +34,13 @@ pub struct ProvCtx {
     pub(super) default_libctx: *mut OSSL_LIB_CTX,
     /// Algorithm tables of the default provider re-labelled `provider=kae`, per operation.
     pub(super) proxied: Mutex<HashMap<c_int, ProxyTable>>,
+}
+
+/// A copy of one of the default provider's algorithm tables with our property strings
+/// (`relist.rs` fills it), or kae's table merged with such a copy.
+pub(super) struct ProxyTable {
+    pub(super) algs: Table<OSSL_ALGORITHM>,
+    pub(super) _props: Vec<CString>,
 }
 
 /// Provider contexts by the pointer the core passes back to us. With the default provider
@@ -94,6 +106,77 @@ impl ProvCtx {
                 OSSL_LIB_CTX_free(self.libctx);
             }
         }
+    }
+
+    /// Fetches digest `name` in this instance's child library context.
+    pub fn fetch_md(
+        &self,
+        name: &str,
+        props: Option<&str>,
+    ) -> Result<crate::ffi::digest::Md, crate::error::KaeError> {
+        // SAFETY: libctx is this instance's child library context, created in init and freed
+        // only at teardown, which the core runs once it holds no object of ours: every digest
+        // fetched here lives in an operation context or key, freed before that.
+        unsafe { crate::ffi::digest::Md::fetch(self.libctx, name, props) }
+    }
+
+    /// A new DRBG of type `name` in the private default context, chained to its primary.
+    pub fn private_drbg(&self, name: &CStr) -> Result<Drbg, KaeError> {
+        if self.default_libctx.is_null() {
+            return Err(KaeError::DefaultProviderUnavailable);
+        }
+        // SAFETY: our private library context (non-NULL, checked), freed only at teardown,
+        // which the core runs once it holds no generator of ours.
+        unsafe { Drbg::new(self.default_libctx, name) }
+    }
+
+    /// The settable (or gettable) parameters of the private default context's DRBG `name`.
+    pub fn private_drbg_params(
+        &self,
+        name: &CStr,
+        settable: bool,
+    ) -> Result<Option<&'static [OSSL_PARAM]>, KaeError> {
+        if self.default_libctx.is_null() {
+            return Err(KaeError::DefaultProviderUnavailable);
+        }
+        // SAFETY: as in private_drbg; its default provider stays loaded until teardown.
+        unsafe { Drbg::described(self.default_libctx, name, settable) }
+    }
+
+    /// Whether kae loaded the default provider into its private library context.
+    pub fn has_private_default(&self) -> bool {
+        !self.default_libctx.is_null()
+    }
+
+    /// `EVP_PKEY_fromdata` of `params` in the private default context (kae's encoders
+    /// encode there).
+    pub fn private_pkey(
+        &self,
+        key_type: &CStr,
+        selection: c_int,
+        params: &OwnedParams,
+    ) -> Result<Pkey, KaeError> {
+        if self.default_libctx.is_null() {
+            return Err(KaeError::DefaultProviderUnavailable);
+        }
+        // SAFETY: our private library context (non-NULL, checked), freed only at teardown,
+        // which the core runs once no call of ours is in progress; the key is dropped within
+        // the call that made it.
+        unsafe { Pkey::from_params(self.default_libctx, key_type, selection, params) }
+    }
+
+    /// Whether cipher `name` can be fetched with `props` in the private default context
+    /// (the default library context with `load-default = no`).
+    pub fn private_cipher_available(&self, name: &CStr, props: Option<&CStr>) -> bool {
+        // SAFETY: NULL or our private library context, freed only at teardown.
+        unsafe { cipher_available(self.default_libctx, name, props) }
+    }
+
+    /// A BIO writing to the application's output of the current `encode` call.
+    pub fn core_bio<'o>(&self, out: &'o mut CoreOut<'_>) -> Result<CoreBio<'o>, KaeError> {
+        // SAFETY: libctx is our child library context, made from the core's dispatch table
+        // by OSSL_LIB_CTX_new_child in init and freed only at teardown.
+        unsafe { CoreBio::new(self.libctx, out) }
     }
 
     /// Whether the running core is at least `major.minor`.

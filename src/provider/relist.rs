@@ -1,17 +1,11 @@
 //! Re-listing of the default provider's algorithms under kae's name (only those that can
 //! never be handed a kae key object).
 
-use super::algorithms::{Table, ALG_END};
-use super::registry::ProvCtx;
+use super::registry::{ProvCtx, ProxyTable};
+use crate::abi::{Table, ALG_END};
 use crate::ffi::sys::*;
 use core::ffi::{c_int, CStr};
 use std::ffi::CString;
-
-/// A copy of one of the default provider's algorithm tables with our property strings.
-pub(super) struct ProxyTable {
-    pub(super) algs: Table<OSSL_ALGORITHM>,
-    pub(super) _props: Vec<CString>,
-}
 
 impl ProvCtx {
     /// The default provider's algorithms for `op`, minus the ones kae implements itself,

@@ -67,20 +67,3 @@ impl PadMode {
         }
     }
 }
-
-/// Reads a "pad-mode" parameter given as a name ("pss") or as OpenSSL's integer (6).
-pub fn pad_mode_param(
-    p: &crate::ffi::params::Param<'_>,
-) -> Result<PadMode, crate::ffi::core::Failure> {
-    use crate::error::KaeError;
-    use crate::ffi::core::Failure;
-    if p.data_type() == crate::ffi::sys::OSSL_PARAM_UTF8_STRING {
-        let s = p.get_utf8()?;
-        PadMode::from_name(s)
-            .ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={s}")))
-    } else {
-        let v = p.get_int()?;
-        PadMode::from_int(v)
-            .ok_or_else(|| Failure::with(KaeError::InvalidPaddingMode, format!("pad-mode={v}")))
-    }
-}

@@ -355,7 +355,10 @@ exit 0
     fs::write(&peer, "not a module\n").unwrap();
     let out_dir = scratch.0.join("out");
     let env = [
-        ("OPENSSL", stubs.join("openssl").to_str().unwrap().to_string()),
+        (
+            "OPENSSL",
+            stubs.join("openssl").to_str().unwrap().to_string(),
+        ),
         ("SECONDS_PER_RUN", "1".into()),
         ("ROUNDS", "3".into()),
         ("ROWS", "a e".into()),
@@ -367,7 +370,12 @@ exit 0
     let script = repo().join("scripts/mb-speed.sh");
     let (out, _) = run_script_env(
         &script,
-        &["--module", module.to_str().unwrap(), "--peer", peer.to_str().unwrap()],
+        &[
+            "--module",
+            module.to_str().unwrap(),
+            "--peer",
+            peer.to_str().unwrap(),
+        ],
         &stubs,
         &env,
     );
@@ -375,7 +383,11 @@ exit 0
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let speed = fs::read_to_string(&speed_log).unwrap_or_default();
     let ctx = format!("stdout:\n{stdout}\nstderr:\n{stderr}\nspeed runs:\n{speed}");
-    assert!(out.status.success(), "mb-speed.sh --peer: {}\n{ctx}", out.status);
+    assert!(
+        out.status.success(),
+        "mb-speed.sh --peer: {}\n{ctx}",
+        out.status
+    );
     for row in ["a:1core-async8", "e:async1", "e:async2", "e:sync"] {
         let line = stdout
             .lines()
@@ -385,8 +397,8 @@ exit 0
         assert_eq!(
             &cells[2..13],
             [
-                "1,000.0", "2,000.0", "2.00x", "1,600.0", "1.25x", "40,000.0", "40,000.0",
-                "1.00x", "40,000.0", "1.00x", "3/3/3"
+                "1,000.0", "2,000.0", "2.00x", "1,600.0", "1.25x", "40,000.0", "40,000.0", "1.00x",
+                "40,000.0", "1.00x", "3/3/3"
             ],
             "{line}\n{ctx}"
         );
@@ -411,7 +423,10 @@ exit 0
             .find(|l| l.contains(&format!("round {round}/3 ")) && l.contains("a:1core-async8"))
             .unwrap_or_else(|| panic!("no round {round}\n{ctx}"));
         let label = if first == "rival" { "peer" } else { first };
-        assert!(opener.contains(&format!("  {label}  ")), "round {round} opens with {opener}\n{ctx}");
+        assert!(
+            opener.contains(&format!("  {label}  ")),
+            "round {round} opens with {opener}\n{ctx}"
+        );
     }
 
     let same_name = scratch.0.join("kae-copy");
@@ -420,7 +435,12 @@ exit 0
     fs::write(&clash, "not a module\n").unwrap();
     let (out, _) = run_script_env(
         &script,
-        &["--module", module.to_str().unwrap(), "--peer", clash.to_str().unwrap()],
+        &[
+            "--module",
+            module.to_str().unwrap(),
+            "--peer",
+            clash.to_str().unwrap(),
+        ],
         &stubs,
         &env,
     );

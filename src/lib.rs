@@ -2,10 +2,10 @@
 //!
 //! Layout (see ARCHITECTURE.md): `ffi` wraps libcrypto and the core's functions; `abi` is
 //! the C face of the operations: their `extern "C"` shims and dispatch tables, made from one
-//! trait per operation. `kem`, `asym_cipher`, `rand`, `encoder` and `signature` implement
-//! those traits in safe Rust; `keymgmt` still carries its own shims. `provider` is the
-//! provider object (entry, configuration, instances, algorithm lists); `rsa` holds the key
-//! object, arithmetic and padding; `offload` is the router that sends each operation to a
+//! trait per operation. `kem`, `asym_cipher`, `rand`, `encoder`, `signature` and `keymgmt`
+//! implement those traits in safe Rust. `provider` is the provider object (entry,
+//! configuration, instances, algorithm lists); `rsa` holds the key object, arithmetic and
+//! padding; `offload` is the router that sends each operation to a
 //! backend or computes it inline; `backend` is the seam to the CPU / hardware executors,
 //! reached through `completion`'s requests; `settings` holds the configuration types every
 //! layer reads.

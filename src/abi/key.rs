@@ -2,8 +2,10 @@
 //! pointer to another provider's key object is refused instead of read as ours. Key
 //! management makes and frees them; every operation receives them through `abi`.
 
+use crate::error::KaeError;
+use crate::ffi::bn::BigNum;
 use crate::provider::ProvCtx;
-use crate::rsa::RsaKey;
+use crate::rsa::{KeyType, PssRestrictions, RsaKey};
 use core::ffi::c_void;
 use std::sync::Arc;
 
@@ -35,6 +37,31 @@ impl KeyObj {
             prov,
             key: Arc::new(key),
         }
+    }
+
+    /// Replaces the key inside the object by `key`, attached to the object's instance as in
+    /// [`new`](Self::new).
+    pub fn replace_key(&mut self, mut key: RsaKey) {
+        // SAFETY: as in new: the key goes into this object of the instance.
+        unsafe { key.set_libctx(self.prov.rand_libctx()) };
+        self.key = Arc::new(key);
+    }
+
+    /// A new key of `kind` and `bits` bits with public exponent `e` and restrictions `pss`,
+    /// generated for instance `prov` (its primes and the pairwise test's blinding drawn from
+    /// the instance's library context).
+    pub fn generate(
+        prov: Arc<ProvCtx>,
+        kind: KeyType,
+        bits: usize,
+        e: &BigNum,
+        pss: Option<PssRestrictions>,
+    ) -> Result<KeyObj, KaeError> {
+        // SAFETY: as in new: rand_libctx outlives every key object of the instance, and the
+        // generated key goes into one.
+        let mut key = unsafe { crate::rsa::ops::generate_in(prov.rand_libctx(), kind, bits, e) }?;
+        key.pss = pss;
+        Ok(KeyObj::new(prov, key))
     }
 
     /// Our key object behind `p`, or None for NULL or a pointer whose tag is not ours.

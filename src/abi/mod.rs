@@ -1,6 +1,6 @@
-//! The C ABI the core calls: every `extern "C"` shim and dispatch table of the migrated
-//! operations, made from one Rust trait per operation (`kem.rs`, `asym_cipher.rs`, `rand.rs`,
-//! `encoder.rs`, `signature.rs`), and the key object the core holds (`key.rs`).
+//! The C ABI the core calls: every `extern "C"` shim and dispatch table of the operations,
+//! made from one Rust trait per operation (`kem.rs`, `asym_cipher.rs`, `rand.rs`,
+//! `encoder.rs`, `signature.rs`, `keymgmt.rs`), and the key object the core holds (`key.rs`).
 //!
 //! This module is where the core's pointers become Rust values, once for every operation:
 //! the provider context pointer becomes an `Arc<ProvCtx>`, an operation context `void *` a
@@ -14,6 +14,7 @@ pub mod asym_cipher;
 pub mod encoder;
 pub mod kem;
 pub mod key;
+pub mod keymgmt;
 pub mod rand;
 pub mod signature;
 

@@ -12,7 +12,7 @@ use crate::ffi::core::Failure;
 use crate::ffi::digest::Md;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use crate::rsa::padding::{oaep, pkcs1};
 use crate::rsa::{KeyType, PadMode, RsaKey};
 use std::sync::{Arc, LazyLock};
@@ -90,7 +90,7 @@ impl CipherCtx {
 
     fn set_cipher_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = crate::provider::pad_mode(&p)?;
+            let mode = crate::rsa_params::pad_mode(&p)?;
             if matches!(mode, PadMode::Pss | PadMode::X931) {
                 return Err(Failure::with(
                     KaeError::InvalidPaddingMode,
@@ -99,14 +99,14 @@ impl CipherCtx {
             }
             self.pad = mode;
         }
-        if let Some(v) = crate::provider::opt_utf8(params, c"digest-props")? {
+        if let Some(v) = crate::ffi::params::opt_utf8(params, c"digest-props")? {
             self.oaep_propq = Some(v.to_owned());
         }
         if let Some(p) = params.locate(c"digest") {
             let name = p.get_utf8()?;
             self.oaep_md = Some(self.fetch(name, self.oaep_propq.as_deref())?);
         }
-        if let Some(v) = crate::provider::opt_utf8(params, c"mgf1-properties")? {
+        if let Some(v) = crate::ffi::params::opt_utf8(params, c"mgf1-properties")? {
             self.mgf1_propq = Some(v.to_owned());
         }
         if let Some(p) = params.locate(c"mgf1-digest") {

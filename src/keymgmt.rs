@@ -9,7 +9,7 @@ use crate::ffi::core::Failure;
 use crate::ffi::params::{desc, ParamBuilder, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
 use crate::ffi::{guard, guard_ptr};
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use crate::rsa::padding::DigestId;
 use crate::rsa::{KeyType, PssRestrictions, RsaKey};
 use core::ffi::{c_char, c_int, c_void, CStr};
@@ -79,9 +79,9 @@ fn read_pss_restrictions(
     params: &Params<'_>,
     base: Option<PssRestrictions>,
 ) -> Result<Option<PssRestrictions>, Failure> {
-    let md = crate::provider::opt_utf8(params, c"digest")?;
-    let mgf = crate::provider::opt_utf8(params, c"mgf")?;
-    let mgf1 = crate::provider::opt_utf8(params, c"mgf1-digest")?;
+    let md = crate::ffi::params::opt_utf8(params, c"digest")?;
+    let mgf = crate::ffi::params::opt_utf8(params, c"mgf")?;
+    let mgf1 = crate::ffi::params::opt_utf8(params, c"mgf1-digest")?;
     let salt = params.locate(c"saltlen").map(|p| p.get_int()).transpose()?;
     if md.is_none() && mgf.is_none() && mgf1.is_none() && salt.is_none() {
         return Ok(base);
@@ -805,13 +805,13 @@ fn load_via_default(
     Ok(KeyObj::new(prov, key).into_raw())
 }
 
-/// `load` of the instance in `SLOT` (see `provider::instance`): the key is attached to the
+/// `load` of the instance in `SLOT` (see `provctx::instance`): the key is attached to the
 /// kae instance whose decoders made the reference.
 unsafe extern "C" fn rsa_load<const SLOT: usize, const PSS: bool>(
     reference: *const c_void,
     size: usize,
 ) -> *mut c_void {
-    let prov = crate::provider::instance(SLOT);
+    let prov = crate::provctx::instance(SLOT);
     let core = prov.as_ref().map(|p| p.core);
     guard_ptr(core.as_ref(), || {
         let prov = prov.ok_or(KaeError::DefaultProviderUnavailable)?;
@@ -873,7 +873,7 @@ macro_rules! slot_tables {
 }
 
 type LazyTable = LazyLock<Table<OSSL_DISPATCH>>;
-static SLOT_TABLES: [LazyTable; 2 * crate::provider::MAX_INSTANCES] =
+static SLOT_TABLES: [LazyTable; 2 * crate::provctx::MAX_INSTANCES] =
     slot_tables!(0, 1, 2, 3, 4, 5, 6, 7);
 
 /// The (RSA, RSA-PSS) key management tables of instance slot `slot`.

@@ -18,7 +18,7 @@ use crate::ffi::core::Failure;
 use crate::ffi::digest::{Md, MdCtx};
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::{pkcs1, pss, x931, DigestId};
 use crate::rsa::{KeyType, PadMode, RsaKey};
@@ -148,7 +148,7 @@ impl SigCtx {
 
     fn set_sig_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = crate::provider::pad_mode(&p)?;
+            let mode = crate::rsa_params::pad_mode(&p)?;
             match mode {
                 PadMode::Oaep | PadMode::Pkcs1Tls => {
                     return Err(Failure::with(
@@ -178,7 +178,7 @@ impl SigCtx {
             }
             self.pad = mode;
         }
-        let props = crate::provider::opt_utf8(params, c"properties")?;
+        let props = crate::ffi::params::opt_utf8(params, c"properties")?;
         if props.is_some() {
             self.propq = props.map(str::to_owned);
         }
@@ -202,7 +202,7 @@ impl SigCtx {
                 self.md = Some(md);
             }
         }
-        let mgf1_props = crate::provider::opt_utf8(params, c"mgf1-properties")?;
+        let mgf1_props = crate::ffi::params::opt_utf8(params, c"mgf1-properties")?;
         if mgf1_props.is_some() {
             self.mgf1_propq = mgf1_props.map(str::to_owned);
         }

@@ -2,7 +2,7 @@
 //! pointer to another provider's key object is refused instead of read as ours. Key
 //! management makes and frees them; every operation receives them through `abi`.
 
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use crate::rsa::RsaKey;
 use core::ffi::c_void;
 use std::sync::Arc;

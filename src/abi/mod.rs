@@ -21,7 +21,7 @@ use crate::error::KaeError;
 use crate::ffi::core::{guard, Core, Failure};
 use crate::ffi::params::{Params, ParamsMut};
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use core::ffi::{c_int, c_void};
 use key::KeyObj;
 use std::sync::Arc;

@@ -822,7 +822,7 @@ unsafe extern "C" fn rsa_load<const SLOT: usize, const PSS: bool>(
 
 macro_rules! keymgmt_table {
     ($new:expr, $gen_init:expr, $gen_settable:expr, $types:expr, $load:expr) => {
-        crate::dispatch![
+        crate::abi::dispatch![
             OSSL_FUNC_KEYMGMT_LOAD => $load as unsafe extern "C" fn(_, _) -> _,
             OSSL_FUNC_KEYMGMT_NEW => $new as unsafe extern "C" fn(_) -> _,
             OSSL_FUNC_KEYMGMT_FREE => rsa_free as unsafe extern "C" fn(_),

@@ -17,6 +17,7 @@ pub mod key;
 pub mod rand;
 pub mod signature;
 
+pub use crate::dispatch;
 use crate::error::KaeError;
 use crate::ffi::core::{guard, Core, Failure};
 use crate::ffi::params::{Params, ParamsMut};

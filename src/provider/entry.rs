@@ -39,7 +39,7 @@ unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
     })
 }
 static PROVIDER_DISPATCH: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
-    crate::dispatch![
+    crate::abi::dispatch![
         OSSL_FUNC_PROVIDER_TEARDOWN => kae_teardown as unsafe extern "C" fn(_),
         OSSL_FUNC_PROVIDER_GETTABLE_PARAMS => kae_gettable_params as unsafe extern "C" fn(_) -> _,
         OSSL_FUNC_PROVIDER_GET_PARAMS => kae_get_params as unsafe extern "C" fn(_, _) -> _,

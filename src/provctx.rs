@@ -3,11 +3,13 @@
 //! their instance from here, and below `provider`, which makes and lists the instances.
 
 use crate::error::KaeError;
+use crate::ffi::digest::{Md, Rng};
 use crate::ffi::encode::{cipher_available, CoreBio, CoreOut, Pkey};
 use crate::ffi::params::OwnedParams;
 use crate::ffi::rand::Drbg;
 use crate::ffi::sys::*;
 use crate::ffi::Core;
+use crate::rsa::libcrypto::Digest;
 use crate::settings::Config;
 use core::ffi::{c_int, c_void, CStr};
 use std::collections::HashMap;
@@ -113,15 +115,14 @@ impl ProvCtx {
     }
 
     /// Fetches digest `name` in this instance's child library context.
-    pub fn fetch_md(
-        &self,
-        name: &str,
-        props: Option<&str>,
-    ) -> Result<crate::ffi::digest::Md, crate::error::KaeError> {
-        // SAFETY: libctx is this instance's child library context, created in init and freed
-        // only at teardown, which the core runs once it holds no object of ours: every digest
-        // fetched here lives in an operation context or key, freed before that.
-        unsafe { crate::ffi::digest::Md::fetch(self.libctx, name, props) }
+    pub fn fetch_md(&self, name: &str, props: Option<&str>) -> Result<Digest, KaeError> {
+        Digest::fetch_with(name, props, |name, props| {
+            // SAFETY: libctx is this instance's child library context, created in init and
+            // freed only at teardown, which the core runs once it holds no object of ours:
+            // every digest fetched here lives in an operation context or key, freed before
+            // that.
+            unsafe { Md::fetch(self.libctx, name, props) }
+        })
     }
 
     /// A new DRBG of type `name` in the private default context, chained to its primary.
@@ -212,16 +213,16 @@ impl ProvCtx {
     }
 
     /// The public DRBG of [`rand_libctx`](Self::rand_libctx), borrowed from this instance.
-    pub fn rng(&self) -> crate::ffi::digest::Rng<'_> {
+    pub fn rng(&self) -> Rng<'_> {
         // SAFETY: rand_libctx is our child or private library context, created in init and
         // freed only by release_contexts at teardown, which the core runs once it holds no
         // object of ours, so no operation is borrowing this instance any more.
-        unsafe { crate::ffi::digest::Rng::new(self.rand_libctx(), false) }
+        unsafe { Rng::new(self.rand_libctx(), false) }
     }
 
     /// The private DRBG of [`rand_libctx`](Self::rand_libctx), borrowed from this instance.
-    pub fn private_rng(&self) -> crate::ffi::digest::Rng<'_> {
+    pub fn private_rng(&self) -> Rng<'_> {
         // SAFETY: as in `rng`: the context lives until teardown, after every operation.
-        unsafe { crate::ffi::digest::Rng::new(self.rand_libctx(), true) }
+        unsafe { Rng::new(self.rand_libctx(), true) }
     }
 }

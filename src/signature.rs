@@ -15,10 +15,11 @@ use crate::abi::{CtxParams, Duplicate, OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
 use crate::ffi::core::Failure;
-use crate::ffi::digest::{Md, MdCtx};
+use crate::ffi::digest::MdCtx;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
 use crate::provctx::ProvCtx;
+use crate::rsa::libcrypto::Digest;
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::{pkcs1, pss, x931, DigestId};
 use crate::rsa::{KeyType, PadMode, RsaKey};
@@ -31,8 +32,8 @@ pub struct SigCtx {
     key: Option<Arc<RsaKey>>,
     op: Operation,
     pad: PadMode,
-    md: Option<Md>,
-    mgf1: Option<Md>,
+    md: Option<Digest>,
+    mgf1: Option<Digest>,
     saltlen: SaltLen,
     propq: Option<String>,
     mgf1_propq: Option<String>,
@@ -58,7 +59,7 @@ impl SigCtx {
         self.key.as_deref().ok_or(KaeError::MissingKey)
     }
 
-    fn fetch(&self, name: &str, props: Option<&str>) -> Result<Md, Failure> {
+    fn fetch(&self, name: &str, props: Option<&str>) -> Result<Digest, Failure> {
         self.prov
             .fetch_md(name, props)
             .map_err(|e| Failure::with(e, format!("digest={name}")))
@@ -119,11 +120,11 @@ impl SigCtx {
     }
 
     /// The MGF1 digest (defaults to the message digest, RFC 8017 §9.1).
-    fn mgf1_md(&self) -> Option<&Md> {
+    fn mgf1_md(&self) -> Option<&Digest> {
         self.mgf1.as_ref().or(self.md.as_ref())
     }
 
-    fn pss_md(&self) -> Result<&Md, KaeError> {
+    fn pss_md(&self) -> Result<&Digest, KaeError> {
         self.md.as_ref().ok_or(KaeError::InvalidDigest)
     }
 
@@ -242,7 +243,7 @@ impl SigCtx {
         Ok(())
     }
 
-    fn check_md_allowed(&self, md: &Md) -> Result<(), Failure> {
+    fn check_md_allowed(&self, md: &Digest) -> Result<(), Failure> {
         if let Some(r) = self.key.as_ref().and_then(|k| k.pss) {
             if r.md != md.id() {
                 return Err(Failure::with(
@@ -468,7 +469,7 @@ impl SigCtx {
             }
         }
         // A composite reports its digest by the name the default provider uses for it.
-        let md_name = |md: &Md| match self.sigalg {
+        let md_name = |md: &Digest| match self.sigalg {
             Some(a) => a.md_name,
             None => crate::rsa::digest_cname(md.id()),
         };
@@ -544,7 +545,7 @@ impl SigCtx {
             self.md = Some(self.fetch("SHA256", self.propq.as_deref())?);
         }
         let mut ctx = MdCtx::new()?;
-        ctx.init(self.md.as_ref().ok_or(KaeError::InvalidDigest)?)?;
+        ctx.init(self.md.as_ref().ok_or(KaeError::InvalidDigest)?.md())?;
         self.md_ctx = Some(ctx);
         self.md_locked = true;
         Ok(())
@@ -733,11 +734,11 @@ impl Signature for SigCtx {
     }
 
     fn gettable_md_params(&self) -> Option<&'static [OSSL_PARAM]> {
-        self.md.as_ref()?.gettable_ctx_params()
+        self.md.as_ref()?.md().gettable_ctx_params()
     }
 
     fn settable_md_params(&self) -> Option<&'static [OSSL_PARAM]> {
-        self.md.as_ref()?.settable_ctx_params()
+        self.md.as_ref()?.md().settable_ctx_params()
     }
 }
 
@@ -868,7 +869,7 @@ impl SigCtx {
         }
         let md = self.fetch(alg.md.name(), self.propq.as_deref())?;
         let mut ctx = MdCtx::new()?;
-        ctx.init(&md)?;
+        ctx.init(md.md())?;
         self.md = Some(md);
         self.mgf1 = None; // follows the digest, as in the default provider
         self.pad = PadMode::Pkcs1;

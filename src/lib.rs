@@ -3,9 +3,11 @@
 //! Layout (see ARCHITECTURE.md): `ffi` wraps libcrypto and the core's functions; `abi` is
 //! the C face of the operations: their `extern "C"` shims and dispatch tables, made from one
 //! trait per operation. `kem`, `asym_cipher`, `rand`, `encoder` and `signature` implement
-//! those traits in safe Rust; `keymgmt` still carries its own shims. `provider` is the
-//! provider object (entry, configuration, instances, algorithm lists); `rsa` holds the key
-//! object, arithmetic and padding; `offload` is the router that sends each operation to a
+//! those traits in safe Rust; `keymgmt` still carries its own shims. `provctx` is the
+//! provider instance they all take; `rsa_params` reads the RSA parameters they share.
+//! `provider` is the provider object on top (entry, configuration parsing, algorithm lists);
+//! `rsa` holds the key object, arithmetic and padding, and meets libcrypto's digests and
+//! random numbers in `rsa::libcrypto`; `offload` is the router that sends each operation to a
 //! backend or computes it inline; `backend` is the seam to the CPU / hardware executors,
 //! reached through `completion`'s requests; `settings` holds the configuration types every
 //! layer reads.

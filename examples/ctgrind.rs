@@ -21,8 +21,9 @@
 
 use kae::error::KaeResult;
 use kae::ffi::bn::{arith, BigNum, BnCtx};
-use kae::ffi::digest::{Md, Rng};
+use kae::ffi::digest::Rng;
 use kae::ffi::memcheck::{log_marker, mark_public, mark_secret, public_usize, running_on_valgrind};
+use kae::rsa::libcrypto::Digest;
 use kae::rsa::ops;
 use kae::rsa::padding::{oaep, pkcs1, pss, x931, DigestId, SaltLen};
 use kae::rsa::{KeyType, RsaKey};
@@ -38,7 +39,7 @@ const TLS_VERSION: u16 = 0x0303;
 struct Ctx {
     key: RsaKey,
     ossl: PKey<openssl::pkey::Private>,
-    sha256: Md,
+    sha256: Digest,
     rng: Rng<'static>,
     private_rng: Rng<'static>,
 }
@@ -73,7 +74,7 @@ fn setup_key(bits: u32) -> KaeResult<Ctx> {
     Ok(Ctx {
         key,
         ossl: PKey::from_rsa(rsa).expect("pkey"),
-        sha256: Md::fetch_default("SHA256", None)?,
+        sha256: Digest::fetch_default("SHA256", None)?,
         rng: Rng::default_ctx(false),
         private_rng: Rng::default_ctx(true),
     })

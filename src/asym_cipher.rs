@@ -9,10 +9,10 @@ use crate::abi::key::KeyObj;
 use crate::abi::{CtxParams, Duplicate, OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::core::Failure;
-use crate::ffi::digest::Md;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
+use crate::rsa::libcrypto::Digest;
 use crate::rsa::padding::{oaep, pkcs1};
 use crate::rsa::{KeyType, PadMode, RsaKey};
 use std::sync::{Arc, LazyLock};
@@ -25,8 +25,8 @@ pub struct CipherCtx {
     prov: Arc<ProvCtx>,
     key: Option<Arc<RsaKey>>,
     pad: PadMode,
-    oaep_md: Option<Md>,
-    mgf1_md: Option<Md>,
+    oaep_md: Option<Digest>,
+    mgf1_md: Option<Digest>,
     oaep_propq: Option<String>,
     mgf1_propq: Option<String>,
     label: Option<Vec<u8>>,
@@ -40,13 +40,13 @@ impl CipherCtx {
         self.key.as_deref().ok_or(KaeError::MissingKey)
     }
 
-    fn fetch(&self, name: &str, props: Option<&str>) -> Result<Md, Failure> {
+    fn fetch(&self, name: &str, props: Option<&str>) -> Result<Digest, Failure> {
         self.prov
             .fetch_md(name, props)
             .map_err(|e| Failure::with(e, format!("digest={name}")))
     }
 
-    fn oaep_md(&mut self) -> Result<Md, Failure> {
+    fn oaep_md(&mut self) -> Result<Digest, Failure> {
         if self.oaep_md.is_none() {
             // RFC 8017 default: SHA-1.
             self.oaep_md = Some(self.fetch("SHA1", self.oaep_propq.as_deref())?);
@@ -90,7 +90,7 @@ impl CipherCtx {
 
     fn set_cipher_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = crate::provider::pad_mode(&p)?;
+            let mode = crate::rsa_params::pad_mode(&p)?;
             if matches!(mode, PadMode::Pss | PadMode::X931) {
                 return Err(Failure::with(
                     KaeError::InvalidPaddingMode,
@@ -99,14 +99,14 @@ impl CipherCtx {
             }
             self.pad = mode;
         }
-        if let Some(v) = crate::provider::opt_utf8(params, c"digest-props")? {
+        if let Some(v) = crate::ffi::params::opt_utf8(params, c"digest-props")? {
             self.oaep_propq = Some(v.to_owned());
         }
         if let Some(p) = params.locate(c"digest") {
             let name = p.get_utf8()?;
             self.oaep_md = Some(self.fetch(name, self.oaep_propq.as_deref())?);
         }
-        if let Some(v) = crate::provider::opt_utf8(params, c"mgf1-properties")? {
+        if let Some(v) = crate::ffi::params::opt_utf8(params, c"mgf1-properties")? {
             self.mgf1_propq = Some(v.to_owned());
         }
         if let Some(p) = params.locate(c"mgf1-digest") {

@@ -27,7 +27,7 @@ use crate::ffi::core::Failure;
 use crate::ffi::encode::{CoreOut, EncoderCtx, MemBio, Passphrase};
 use crate::ffi::params::{desc, ParamTable, Params, END};
 use crate::ffi::sys::*;
-use crate::provider::{ProvCtx, RSA_NAMES, RSA_PSS_NAMES};
+use crate::provctx::ProvCtx;
 use crate::rsa::{KeyType, RsaKey};
 use core::ffi::{c_int, CStr};
 use std::ffi::CString;
@@ -270,6 +270,11 @@ pub fn private_props(query: &str) -> String {
         .join(",")
 }
 
+/// Turns a `&str` into a C string or reports the parameter as invalid.
+fn cstring(s: &str) -> Result<CString, KaeError> {
+    CString::new(s).map_err(|_| KaeError::InvalidParam)
+}
+
 impl<const I: usize> EncCtx<I> {
     const DESC: &'static EncoderDesc = &ENCODERS[I];
 
@@ -286,10 +291,8 @@ impl<const I: usize> EncCtx<I> {
                             Some(q) if !q.is_null_string() => Some(q.get_utf8()?),
                             _ => None,
                         };
-                        let cname = crate::provider::cstring(name)?;
-                        let cprops = props
-                            .map(|q| crate::provider::cstring(&private_props(q)))
-                            .transpose()?;
+                        let cname = cstring(name)?;
+                        let cprops = props.map(|q| cstring(&private_props(q))).transpose()?;
                         if !self
                             .prov
                             .private_cipher_available(&cname, cprops.as_deref())
@@ -474,10 +477,7 @@ pub static ENCODER_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
         .iter()
         .zip(TABLES.iter())
         .map(|(d, t)| OSSL_ALGORITHM {
-            algorithm_names: match d.kind {
-                KeyType::Rsa => RSA_NAMES.as_ptr(),
-                KeyType::RsaPss => RSA_PSS_NAMES.as_ptr(),
-            },
+            algorithm_names: d.kind.algorithm_names().as_ptr(),
             property_definition: d.properties.as_ptr(),
             implementation: t.0.as_ptr(),
             algorithm_description: d.description.as_ptr(),

@@ -25,7 +25,7 @@ use crate::ffi::bn::{arith, BigNum};
 use crate::ffi::core::Failure;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use crate::rsa::{KeyType, RsaKey};
 use core::cmp::Ordering;
 use std::sync::{Arc, LazyLock};

@@ -13,7 +13,7 @@ use crate::ffi::bn::BigNum;
 use crate::ffi::core::Failure;
 use crate::ffi::params::{desc, ParamBuilder, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use crate::rsa::padding::DigestId;
 use crate::rsa::{KeyType, PssRestrictions, RsaKey};
 use core::ffi::{c_int, CStr};
@@ -79,9 +79,9 @@ fn read_pss_restrictions(
     params: &Params<'_>,
     base: Option<PssRestrictions>,
 ) -> Result<Option<PssRestrictions>, Failure> {
-    let md = crate::provider::opt_utf8(params, c"digest")?;
-    let mgf = crate::provider::opt_utf8(params, c"mgf")?;
-    let mgf1 = crate::provider::opt_utf8(params, c"mgf1-digest")?;
+    let md = crate::ffi::params::opt_utf8(params, c"digest")?;
+    let mgf = crate::ffi::params::opt_utf8(params, c"mgf")?;
+    let mgf1 = crate::ffi::params::opt_utf8(params, c"mgf1-digest")?;
     let salt = params.locate(c"saltlen").map(|p| p.get_int()).transpose()?;
     if md.is_none() && mgf.is_none() && mgf1.is_none() && salt.is_none() {
         return Ok(base);
@@ -561,7 +561,7 @@ static PSS_GEN_SETTABLE: ParamTable<8> = ParamTable([
 /// The RSA and RSA-PSS key management tables of every instance slot.
 static SLOT_TABLES: LazyLock<Vec<(Table<OSSL_DISPATCH>, Table<OSSL_DISPATCH>)>> =
     LazyLock::new(|| {
-        (0..crate::provider::MAX_INSTANCES)
+        (0..crate::provctx::MAX_INSTANCES)
             .map(|slot| {
                 (
                     crate::abi::keymgmt::table::<RsaKeyManagement<false>>(slot),

@@ -3,12 +3,13 @@
 //! Layout (see ARCHITECTURE.md): `ffi` wraps libcrypto and the core's functions; `abi` is
 //! the C face of the operations: their `extern "C"` shims and dispatch tables, made from one
 //! trait per operation. `kem`, `asym_cipher`, `rand`, `encoder`, `signature` and `keymgmt`
-//! implement those traits in safe Rust. `provider` is the provider object (entry,
-//! configuration, instances, algorithm lists); `rsa` holds the key object, arithmetic and
-//! padding; `offload` is the router that sends each operation to a
-//! backend or computes it inline; `backend` is the seam to the CPU / hardware executors,
-//! reached through `completion`'s requests; `settings` holds the configuration types every
-//! layer reads.
+//! implement those traits in safe Rust. `provctx` is the provider instance they all take;
+//! `rsa_params` reads the RSA parameters they share. `provider` is the provider object on top
+//! (entry, configuration parsing, algorithm lists); `rsa` holds the key object, arithmetic and
+//! padding, and meets libcrypto's digests and random numbers in `rsa::libcrypto`; `offload`
+//! is the router that sends each operation to a backend or computes it inline; `backend` is
+//! the seam to the CPU / hardware executors, reached through `completion`'s requests;
+//! `settings` holds the configuration types every layer reads.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 extern crate openssl_sys;
@@ -28,9 +29,11 @@ pub mod logging;
 pub mod mb;
 pub mod names;
 pub mod offload;
+pub mod provctx;
 pub mod provider;
 pub mod rand;
 pub mod rsa;
+pub mod rsa_params;
 pub mod settings;
 pub mod signature;
 pub mod stats;

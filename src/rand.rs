@@ -25,7 +25,7 @@ use crate::ffi::core::Failure;
 use crate::ffi::params::{Params, ParamsMut};
 use crate::ffi::rand::Drbg;
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use core::ffi::CStr;
 use std::sync::{Arc, LazyLock};
 

@@ -28,7 +28,7 @@
 mod dudect;
 
 use dudect::{analyse, Report, XorShift, T_THRESHOLD};
-use kae::ffi::digest::Md;
+use kae::rsa::libcrypto::Digest;
 use kae::rsa::padding::{mgf1_xor, oaep, pkcs1, Hasher, RandomSource};
 use std::hint::black_box;
 use std::sync::Mutex;
@@ -54,8 +54,8 @@ fn random(n: usize) -> Vec<u8> {
     v
 }
 
-fn sha256() -> Md {
-    Md::fetch_default("SHA256", None).expect("SHA256")
+fn sha256() -> Digest {
+    Digest::fetch_default("SHA256", None).expect("SHA256")
 }
 
 fn type2(msg: &[u8]) -> Vec<u8> {
@@ -184,7 +184,7 @@ fn oaep_mask(h: &dyn Hasher, db: &[u8]) -> Vec<u8> {
 
 /// OAEP blocks that fail to decode, of every kind the decoder checks: first byte not 0,
 /// label hash mismatch, no 0x01 separator.
-fn oaep_invalid(h: &Md, r: &mut XorShift) -> Vec<Vec<u8>> {
+fn oaep_invalid(h: &Digest, r: &mut XorShift) -> Vec<Vec<u8>> {
     let hlen = h.output_len();
     let mut lhash = vec![0u8; hlen];
     h.hash(&[&[]], &mut lhash).unwrap();

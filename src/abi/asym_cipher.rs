@@ -87,7 +87,7 @@ unsafe extern "C" fn decrypt<C: AsymCipher>(
 
 /// The `OSSL_OP_ASYM_CIPHER` dispatch table of `C`.
 pub fn table<C: AsymCipher>() -> Table<OSSL_DISPATCH> {
-    crate::dispatch![
+    crate::abi::dispatch![
         OSSL_FUNC_ASYM_CIPHER_NEWCTX => newctx::<C> as unsafe extern "C" fn(_) -> _,
         OSSL_FUNC_ASYM_CIPHER_ENCRYPT_INIT => encrypt_init::<C> as unsafe extern "C" fn(_, _, _) -> _,
         OSSL_FUNC_ASYM_CIPHER_ENCRYPT => encrypt::<C> as unsafe extern "C" fn(_, _, _, _, _, _) -> _,

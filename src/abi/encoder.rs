@@ -105,7 +105,7 @@ unsafe extern "C" fn encode<C: Encoder>(
 /// The `OSSL_OP_ENCODER` dispatch table of `C`: the functions the default provider's
 /// counterpart has.
 pub fn table<C: Encoder>() -> Table<OSSL_DISPATCH> {
-    let all = crate::dispatch![
+    let all = crate::abi::dispatch![
         OSSL_FUNC_ENCODER_NEWCTX => newctx::<C> as unsafe extern "C" fn(_) -> _,
         OSSL_FUNC_ENCODER_FREECTX => freectx::<C> as unsafe extern "C" fn(_),
         OSSL_FUNC_ENCODER_SETTABLE_CTX_PARAMS => settable_ctx_params::<C> as unsafe extern "C" fn(_) -> _,

@@ -147,7 +147,7 @@ unsafe extern "C" fn decapsulate<C: Kem>(
 
 /// The `OSSL_OP_KEM` dispatch table of `C`.
 pub fn table<C: Kem>() -> Table<OSSL_DISPATCH> {
-    crate::dispatch![
+    crate::abi::dispatch![
         OSSL_FUNC_KEM_NEWCTX => newctx::<C> as unsafe extern "C" fn(_) -> _,
         OSSL_FUNC_KEM_ENCAPSULATE_INIT => encapsulate_init::<C> as unsafe extern "C" fn(_, _, _) -> _,
         OSSL_FUNC_KEM_ENCAPSULATE => encapsulate::<C> as unsafe extern "C" fn(_, _, _, _, _) -> _,

@@ -4,7 +4,7 @@
 
 use crate::error::KaeError;
 use crate::ffi::bn::BigNum;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use crate::rsa::{KeyType, PssRestrictions, RsaKey};
 use core::ffi::c_void;
 use std::sync::Arc;

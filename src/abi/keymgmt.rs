@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::ffi::params::OwnedParams;
-use crate::provider::MAX_INSTANCES;
+use crate::provctx::MAX_INSTANCES;
 use core::ffi::{c_char, CStr};
 use core::marker::PhantomData;
 
@@ -474,7 +474,7 @@ unsafe extern "C" fn load<K: KeyManagement, const SLOT: usize>(
     reference: *const c_void,
     size: usize,
 ) -> *mut c_void {
-    let prov = crate::provider::instance(SLOT);
+    let prov = crate::provctx::instance(SLOT);
     let core = prov.as_ref().map(|p| p.core);
     guard(core.as_ref(), core::ptr::null_mut(), || {
         let prov = prov.ok_or(KaeError::DefaultProviderUnavailable)?;
@@ -506,7 +506,7 @@ fn loads<K: KeyManagement>() -> [LoadFn; MAX_INSTANCES] {
 /// (< `MAX_INSTANCES`): only `load` differs between slots.
 pub fn table<K: KeyManagement>(slot: usize) -> Table<OSSL_DISPATCH> {
     let load = loads::<K>()[slot];
-    crate::dispatch![
+    crate::abi::dispatch![
         OSSL_FUNC_KEYMGMT_LOAD => load,
         OSSL_FUNC_KEYMGMT_NEW => new::<K> as unsafe extern "C" fn(_) -> _,
         OSSL_FUNC_KEYMGMT_FREE => free as unsafe extern "C" fn(_),

@@ -22,7 +22,7 @@ use crate::error::KaeError;
 use crate::ffi::core::{guard, Core, Failure};
 use crate::ffi::params::{Params, ParamsMut};
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use core::ffi::{c_int, c_void};
 use key::KeyObj;
 use std::sync::Arc;
@@ -68,7 +68,6 @@ pub const ALG_END: OSSL_ALGORITHM = OSSL_ALGORITHM {
 };
 
 /// Builds an `OSSL_DISPATCH` table (terminated) from typed `extern "C"` functions.
-#[macro_export]
 macro_rules! dispatch {
     ($( $id:expr => $f:expr ),* $(,)?) => {
         $crate::abi::Table(vec![
@@ -85,6 +84,7 @@ macro_rules! dispatch {
         ])
     };
 }
+pub(crate) use dispatch;
 
 /// An operation context: what `newctx` makes for the core and `freectx` drops. The core
 /// holds it as a `void *` and never uses one from two threads at once.

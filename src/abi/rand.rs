@@ -219,7 +219,7 @@ unsafe extern "C" fn settable_ctx_params<C: Rand>(
 
 /// The `OSSL_OP_RAND` dispatch table of `C`.
 pub fn table<C: Rand>() -> Table<OSSL_DISPATCH> {
-    crate::dispatch![
+    crate::abi::dispatch![
         OSSL_FUNC_RAND_NEWCTX => newctx::<C> as unsafe extern "C" fn(_, _, _) -> _,
         OSSL_FUNC_RAND_FREECTX => freectx::<C> as unsafe extern "C" fn(_),
         OSSL_FUNC_RAND_INSTANTIATE => instantiate::<C> as unsafe extern "C" fn(_, _, _, _, _, _) -> _,

@@ -331,7 +331,7 @@ unsafe extern "C" fn settable_ctx_md_params<C: Signature>(ctx: *mut c_void) -> *
 
 /// The `OSSL_OP_SIGNATURE` dispatch table of the plain signature `C`.
 pub fn table<C: Signature>() -> Table<OSSL_DISPATCH> {
-    crate::dispatch![
+    crate::abi::dispatch![
         OSSL_FUNC_SIGNATURE_NEWCTX => newctx::<C> as unsafe extern "C" fn(_, _) -> _,
         OSSL_FUNC_SIGNATURE_SIGN_INIT => sign_init::<C> as unsafe extern "C" fn(_, _, _) -> _,
         OSSL_FUNC_SIGNATURE_SIGN => sign::<C> as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
@@ -489,7 +489,7 @@ unsafe extern "C" fn query_key_types<C: SignatureAlgorithm>() -> *const *const c
 
 /// The `OSSL_OP_SIGNATURE` dispatch table of the composite algorithm `C`.
 pub fn algorithm_table<C: SignatureAlgorithm>() -> Table<OSSL_DISPATCH> {
-    crate::dispatch![
+    crate::abi::dispatch![
         OSSL_FUNC_SIGNATURE_NEWCTX => newctx::<C> as unsafe extern "C" fn(_, _) -> _,
         OSSL_FUNC_SIGNATURE_SIGN_INIT => algorithm_sign_init::<C> as unsafe extern "C" fn(_, _, _) -> _,
         OSSL_FUNC_SIGNATURE_SIGN => oneshot_sign::<C> as unsafe extern "C" fn(_, _, _, _, _, _) -> _,

@@ -1,9 +1,8 @@
-//! Digests (EVP_MD fetched from the application's library context) and randomness, exposed to
-//! the padding code through its `Hasher` / `RandomSource` traits.
+//! Digests (EVP_MD fetched from the application's library context) and randomness. What
+//! they are to RSA padding (its `Hasher` / `RandomSource`) is said in `rsa::libcrypto`.
 
 use super::sys::*;
 use crate::error::{KaeError, KaeResult};
-use crate::rsa::padding::{DigestId, Hasher, RandomSource};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use std::ffi::CString;
@@ -11,7 +10,6 @@ use std::ffi::CString;
 /// A fetched message digest. Cloning takes another reference.
 pub struct Md {
     ptr: NonNull<EVP_MD>,
-    id: DigestId,
     size: usize,
     block: usize,
 }
@@ -28,8 +26,7 @@ impl Md {
         unsafe { Md::fetch(core::ptr::null_mut(), name, props) }
     }
 
-    /// Fetches `name` (any OpenSSL alias) for use with RSA. Only digests RSA padding knows are
-    /// accepted.
+    /// Fetches digest `name`.
     ///
     /// # Safety
     /// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not
@@ -41,8 +38,7 @@ impl Md {
         name: &str,
         props: Option<&str>,
     ) -> KaeResult<Md> {
-        let id = DigestId::from_name(name).ok_or(KaeError::InvalidDigest)?;
-        let cname = CString::new(id.name()).map_err(|_| KaeError::InvalidDigest)?;
+        let cname = CString::new(name).map_err(|_| KaeError::InvalidDigest)?;
         let cprops = props
             .map(CString::new)
             .transpose()
@@ -60,28 +56,34 @@ impl Md {
         // SAFETY: p is the non-NULL EVP_MD just fetched, a reference we hold until Md's drop; only
         // read.
         let (size, block) = unsafe { (EVP_MD_get_size(p), EVP_MD_get_block_size(p)) };
-        let md = Md {
+        Ok(Md {
             ptr,
-            id,
             size: size.max(0) as usize,
             block: block.max(0) as usize,
-        };
-        if md.size != id.output_len() {
-            return Err(KaeError::InvalidDigest);
-        }
-        Ok(md)
+        })
     }
 
     pub fn as_ptr(&self) -> *const EVP_MD {
         self.ptr.as_ptr()
     }
 
-    pub fn id(&self) -> DigestId {
-        self.id
-    }
-
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// Input block size in bytes (64 for SHA-256).
+    pub fn block_size(&self) -> usize {
+        self.block
+    }
+
+    /// Hashes the concatenation of `parts` into `out`, which must be exactly the digest length.
+    pub fn digest(&self, parts: &[&[u8]], out: &mut [u8]) -> KaeResult<()> {
+        let mut ctx = MdCtx::new()?;
+        ctx.init(self)?;
+        for p in parts {
+            ctx.update(p)?;
+        }
+        ctx.finalize(out)
     }
 
     /// The parameters a context of this digest takes (None: it describes none).
@@ -103,7 +105,6 @@ impl Clone for Md {
         unsafe { EVP_MD_up_ref(self.ptr.as_ptr()) };
         Md {
             ptr: self.ptr,
-            id: self.id,
             size: self.size,
             block: self.block,
         }
@@ -115,26 +116,6 @@ impl Drop for Md {
         // SAFETY: self.ptr is the one EVP_MD reference this Md holds (from fetch or up_ref in
         // clone), released once here.
         unsafe { EVP_MD_free(self.ptr.as_ptr()) }
-    }
-}
-
-impl Hasher for Md {
-    fn id(&self) -> DigestId {
-        self.id
-    }
-    fn output_len(&self) -> usize {
-        self.size
-    }
-    fn block_len(&self) -> usize {
-        self.block
-    }
-    fn hash(&self, parts: &[&[u8]], out: &mut [u8]) -> KaeResult<()> {
-        let mut ctx = MdCtx::new()?;
-        ctx.init(self)?;
-        for p in parts {
-            ctx.update(p)?;
-        }
-        ctx.finalize(out)
     }
 }
 
@@ -232,7 +213,7 @@ impl Drop for MdCtx {
 /// the private DRBG for secrets (blinding factors, premaster fallbacks).
 ///
 /// The fields are private: an `Rng` holds a library context only through [`Rng::new`], whose
-/// contract makes [`RandomSource::fill`] sound. `'a` is how long the context is known to live.
+/// contract makes [`Rng::fill`] sound. `'a` is how long the context is known to live.
 pub struct Rng<'a> {
     libctx: *mut OSSL_LIB_CTX,
     private: bool,
@@ -265,8 +246,9 @@ impl Rng<'static> {
     }
 }
 
-impl RandomSource for Rng<'_> {
-    fn fill(&self, buf: &mut [u8]) -> KaeResult<()> {
+impl Rng<'_> {
+    /// Fills `buf` with random bytes.
+    pub fn fill(&self, buf: &mut [u8]) -> KaeResult<()> {
         if buf.is_empty() {
             return Ok(());
         }

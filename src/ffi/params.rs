@@ -105,6 +105,11 @@ impl<'a> Params<'a> {
     }
 }
 
+/// Reads an optional string parameter.
+pub fn opt_utf8<'a>(params: &Params<'a>, key: &CStr) -> Result<Option<&'a str>, KaeError> {
+    params.locate(key).map(|p| p.get_utf8()).transpose()
+}
+
 /// One parameter of a read-only array.
 #[derive(Clone, Copy)]
 pub struct Param<'a> {

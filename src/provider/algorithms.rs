@@ -1,12 +1,13 @@
 //! kae's algorithm tables and the operation query that hands them (merged with the re-listed
 //! ones) to the core.
 
-use super::registry::{ProvCtx, MAX_INSTANCES};
 use super::relist::merged;
 use super::PROPERTIES;
 use crate::abi::{Table, ALG_END};
 use crate::error::KaeError;
 use crate::ffi::sys::*;
+use crate::provctx::{ProvCtx, MAX_INSTANCES};
+use crate::rsa::KeyType;
 use core::ffi::{c_int, c_void, CStr};
 use std::sync::LazyLock;
 
@@ -23,8 +24,8 @@ fn algorithm(
     }
 }
 
-pub const RSA_NAMES: &CStr = c"RSA:rsaEncryption:1.2.840.113549.1.1.1";
-pub const RSA_PSS_NAMES: &CStr = c"RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10";
+const RSA_NAMES: &CStr = KeyType::Rsa.algorithm_names();
+const RSA_PSS_NAMES: &CStr = KeyType::RsaPss.algorithm_names();
 
 /// Key management algorithms of each slot (they differ only in their `load` functions).
 static KEYMGMT_ALGS: LazyLock<Vec<Table<OSSL_ALGORITHM>>> = LazyLock::new(|| {

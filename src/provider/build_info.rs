@@ -1,12 +1,12 @@
 //! Provider parameters: name, version, build information, the active backend and the
 //! operation counters (`openssl list -providers -verbose`).
 
-use super::registry::ProvCtx;
 use crate::abi::Table;
 use crate::error::KaeError;
 use crate::ffi::guard;
 use crate::ffi::params::{desc, ParamsMut, END};
 use crate::ffi::sys::*;
+use crate::provctx::ProvCtx;
 use core::ffi::{c_int, c_void, CStr};
 use std::ffi::CString;
 use std::sync::LazyLock;

@@ -1,7 +1,7 @@
 //! Capabilities (TLS groups and signature algorithms) announced under kae's name.
 
-use super::registry::ProvCtx;
 use crate::ffi::sys::*;
+use crate::provctx::ProvCtx;
 use core::ffi::{c_char, c_int, c_void};
 
 type CapabilityCb = unsafe extern "C" fn(params: *const OSSL_PARAM, arg: *mut c_void) -> c_int;

@@ -15,34 +15,9 @@ use crate::ffi::Core;
 use crate::names::*;
 use crate::settings::hpre::{valid_library, SyncMode};
 use crate::settings::{
-    parse_bool, spin_values, whole_number, AsyncMode, BackendChoice, OffloadConfig, SPIN_LIMIT_US,
+    parse_bool, spin_values, whole_number, AsyncMode, BackendChoice, Config, SPIN_LIMIT_US,
 };
 use core::ffi::{c_char, CStr};
-
-/// Provider configuration read from the config section (or environment) at init.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// Load OpenSSL's default provider (privately) and re-list what kae does not implement
-    /// (DRBG, digests, encoders…). `load-default = no` turns it off for setups where only
-    /// approved providers may load.
-    pub load_default: bool,
-    /// Offload settings (`backend`, `queues`, `queue-depth`, `async`, the backends' own).
-    pub offload: OffloadConfig,
-    /// `log-level` and `log-target` (see `logging`), validated.
-    pub log_level: Option<String>,
-    pub log_target: Option<String>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            load_default: true,
-            offload: OffloadConfig::default(),
-            log_level: None,
-            log_target: None,
-        }
-    }
-}
 
 /// One key of the provider section, the environment variable that overrides it, and what it
 /// accepts (the words of the error message).

@@ -5,12 +5,12 @@ use super::algorithms::kae_get_reason_strings;
 use super::algorithms::kae_query_operation;
 use super::build_info::{kae_get_params, kae_gettable_params};
 use super::capabilities::kae_get_capabilities;
-use super::config::Config;
-use super::registry::*;
 use crate::abi::Table;
 use crate::error::KaeError;
 use crate::ffi::sys::*;
 use crate::ffi::{guard, Core};
+use crate::provctx::*;
+use crate::settings::Config;
 use core::ffi::{c_int, c_void};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -39,7 +39,7 @@ unsafe extern "C" fn kae_teardown(provctx: *mut c_void) {
     })
 }
 static PROVIDER_DISPATCH: LazyLock<Table<OSSL_DISPATCH>> = LazyLock::new(|| {
-    crate::dispatch![
+    crate::abi::dispatch![
         OSSL_FUNC_PROVIDER_TEARDOWN => kae_teardown as unsafe extern "C" fn(_),
         OSSL_FUNC_PROVIDER_GETTABLE_PARAMS => kae_gettable_params as unsafe extern "C" fn(_) -> _,
         OSSL_FUNC_PROVIDER_GET_PARAMS => kae_get_params as unsafe extern "C" fn(_, _) -> _,

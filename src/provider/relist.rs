@@ -1,9 +1,9 @@
 //! Re-listing of the default provider's algorithms under kae's name (only those that can
 //! never be handed a kae key object).
 
-use super::registry::{ProvCtx, ProxyTable};
 use crate::abi::{Table, ALG_END};
 use crate::ffi::sys::*;
+use crate::provctx::{ProvCtx, ProxyTable};
 use core::ffi::{c_int, CStr};
 use std::ffi::CString;
 
@@ -18,7 +18,7 @@ impl ProvCtx {
             return core::ptr::null();
         };
         if let Some(t) = map.get(&op) {
-            return t.algs.0.as_ptr();
+            return t.algs.as_ptr();
         }
         let mut no_cache = 0;
         // SAFETY: default_provider is a provider we hold a reference to.
@@ -78,10 +78,10 @@ impl ProvCtx {
         }
         algs.push(ALG_END);
         let t = ProxyTable {
-            algs: Table(algs),
+            algs,
             _props: props,
         };
-        let ptr = t.algs.0.as_ptr();
+        let ptr = t.algs.as_ptr();
         map.insert(op, t);
         ptr
     }
@@ -222,7 +222,7 @@ pub(super) fn merged(
     };
     let key = -op; // merged tables are cached under the negated operation id
     if let Some(t) = map.get(&key) {
-        return t.algs.0.as_ptr();
+        return t.algs.as_ptr();
     }
     let mut algs: Vec<OSSL_ALGORITHM> = ours
         .0
@@ -231,15 +231,15 @@ pub(super) fn merged(
         .map(|a| OSSL_ALGORITHM { ..*a })
         .collect();
     if let Some(t) = map.get(&op) {
-        algs.extend(t.algs.0.iter().map(|a| OSSL_ALGORITHM { ..*a }));
+        algs.extend(t.algs.iter().map(|a| OSSL_ALGORITHM { ..*a }));
     } else {
         algs.push(ALG_END);
     }
     let t = ProxyTable {
-        algs: Table(algs),
+        algs,
         _props: Vec::new(),
     };
-    let ptr = t.algs.0.as_ptr();
+    let ptr = t.algs.as_ptr();
     map.insert(key, t);
     ptr
 }

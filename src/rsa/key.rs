@@ -6,6 +6,7 @@ use crate::ffi::bn::{BigNum, BnCtx, MontCtx};
 use crate::rsa::ct_limbs::{BigNumLimbs, Limbs, Modulus};
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::DigestId;
+use core::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -29,6 +30,15 @@ impl KeyType {
         match self {
             KeyType::Rsa => "RSA",
             KeyType::RsaPss => "RSA-PSS",
+        }
+    }
+
+    /// The names OpenSSL knows this key type by (name, alias, OID), under which kae lists
+    /// the algorithms for it.
+    pub const fn algorithm_names(self) -> &'static CStr {
+        match self {
+            KeyType::Rsa => c"RSA:rsaEncryption:1.2.840.113549.1.1.1",
+            KeyType::RsaPss => c"RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10",
         }
     }
 }

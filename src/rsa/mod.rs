@@ -4,6 +4,7 @@
 pub mod ct_limbs;
 pub mod key;
 pub mod key_slot;
+pub mod libcrypto;
 pub mod ops;
 pub mod padding;
 mod validate;

@@ -126,6 +126,32 @@ impl AsyncMode {
     }
 }
 
+/// The provider's configuration, as `provider/config.rs` reads it from the config section
+/// (or the environment) at init.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Load OpenSSL's default provider (privately) and re-list what kae does not implement
+    /// (DRBG, digests, encoders…). `load-default = no` turns it off for setups where only
+    /// approved providers may load.
+    pub load_default: bool,
+    /// Offload settings (`backend`, `queues`, `queue-depth`, `async`, the backends' own).
+    pub offload: OffloadConfig,
+    /// `log-level` and `log-target` (see `logging`), validated.
+    pub log_level: Option<String>,
+    pub log_target: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            load_default: true,
+            offload: OffloadConfig::default(),
+            log_level: None,
+            log_target: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct OffloadConfig {
     pub backend: BackendChoice,

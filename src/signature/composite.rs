@@ -20,7 +20,7 @@ use crate::ffi::core::Failure;
 use crate::ffi::digest::MdCtx;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::DigestId;
 use crate::rsa::{KeyType, PadMode};
@@ -141,7 +141,7 @@ impl SigCtx {
         }
         let md = self.fetch(alg.md.name(), self.propq.as_deref())?;
         let mut ctx = MdCtx::new()?;
-        ctx.init(&md)?;
+        ctx.init(md.md())?;
         self.md = Some(md);
         self.mgf1 = None; // follows the digest, as in the default provider
         self.pad = PadMode::Pkcs1;

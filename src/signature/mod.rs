@@ -15,10 +15,11 @@ use crate::abi::{CtxParams, Duplicate, OpCtx, Table};
 use crate::error::KaeError;
 use crate::ffi::bn::{arith, BigNum};
 use crate::ffi::core::Failure;
-use crate::ffi::digest::{Md, MdCtx};
+use crate::ffi::digest::MdCtx;
 use crate::ffi::params::{desc, ParamTable, Params, ParamsMut, END};
 use crate::ffi::sys::*;
-use crate::provider::ProvCtx;
+use crate::provctx::ProvCtx;
+use crate::rsa::libcrypto::Digest;
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::{pkcs1, pss, x931, DigestId};
 use crate::rsa::{KeyType, PadMode, RsaKey};
@@ -33,8 +34,8 @@ pub struct SigCtx {
     key: Option<Arc<RsaKey>>,
     op: Operation,
     pad: PadMode,
-    md: Option<Md>,
-    mgf1: Option<Md>,
+    md: Option<Digest>,
+    mgf1: Option<Digest>,
     saltlen: SaltLen,
     propq: Option<String>,
     mgf1_propq: Option<String>,
@@ -60,7 +61,7 @@ impl SigCtx {
         self.key.as_deref().ok_or(KaeError::MissingKey)
     }
 
-    fn fetch(&self, name: &str, props: Option<&str>) -> Result<Md, Failure> {
+    fn fetch(&self, name: &str, props: Option<&str>) -> Result<Digest, Failure> {
         self.prov
             .fetch_md(name, props)
             .map_err(|e| Failure::with(e, format!("digest={name}")))
@@ -121,11 +122,11 @@ impl SigCtx {
     }
 
     /// The MGF1 digest (defaults to the message digest, RFC 8017 §9.1).
-    fn mgf1_md(&self) -> Option<&Md> {
+    fn mgf1_md(&self) -> Option<&Digest> {
         self.mgf1.as_ref().or(self.md.as_ref())
     }
 
-    fn pss_md(&self) -> Result<&Md, KaeError> {
+    fn pss_md(&self) -> Result<&Digest, KaeError> {
         self.md.as_ref().ok_or(KaeError::InvalidDigest)
     }
 
@@ -150,7 +151,7 @@ impl SigCtx {
 
     fn set_sig_params(&mut self, params: &Params<'_>) -> Result<(), Failure> {
         if let Some(p) = params.locate(c"pad-mode") {
-            let mode = crate::provider::pad_mode(&p)?;
+            let mode = crate::rsa_params::pad_mode(&p)?;
             match mode {
                 PadMode::Oaep | PadMode::Pkcs1Tls => {
                     return Err(Failure::with(
@@ -180,7 +181,7 @@ impl SigCtx {
             }
             self.pad = mode;
         }
-        let props = crate::provider::opt_utf8(params, c"properties")?;
+        let props = crate::ffi::params::opt_utf8(params, c"properties")?;
         if props.is_some() {
             self.propq = props.map(str::to_owned);
         }
@@ -204,7 +205,7 @@ impl SigCtx {
                 self.md = Some(md);
             }
         }
-        let mgf1_props = crate::provider::opt_utf8(params, c"mgf1-properties")?;
+        let mgf1_props = crate::ffi::params::opt_utf8(params, c"mgf1-properties")?;
         if mgf1_props.is_some() {
             self.mgf1_propq = mgf1_props.map(str::to_owned);
         }
@@ -244,7 +245,7 @@ impl SigCtx {
         Ok(())
     }
 
-    fn check_md_allowed(&self, md: &Md) -> Result<(), Failure> {
+    fn check_md_allowed(&self, md: &Digest) -> Result<(), Failure> {
         if let Some(r) = self.key.as_ref().and_then(|k| k.pss) {
             if r.md != md.id() {
                 return Err(Failure::with(
@@ -470,7 +471,7 @@ impl SigCtx {
             }
         }
         // A composite reports its digest by the name the default provider uses for it.
-        let md_name = |md: &Md| match self.sigalg {
+        let md_name = |md: &Digest| match self.sigalg {
             Some(a) => a.md_name,
             None => crate::rsa::digest_cname(md.id()),
         };
@@ -546,7 +547,7 @@ impl SigCtx {
             self.md = Some(self.fetch("SHA256", self.propq.as_deref())?);
         }
         let mut ctx = MdCtx::new()?;
-        ctx.init(self.md.as_ref().ok_or(KaeError::InvalidDigest)?)?;
+        ctx.init(self.md.as_ref().ok_or(KaeError::InvalidDigest)?.md())?;
         self.md_ctx = Some(ctx);
         self.md_locked = true;
         Ok(())
@@ -735,11 +736,11 @@ impl Signature for SigCtx {
     }
 
     fn gettable_md_params(&self) -> Option<&'static [OSSL_PARAM]> {
-        self.md.as_ref()?.gettable_ctx_params()
+        self.md.as_ref()?.md().gettable_ctx_params()
     }
 
     fn settable_md_params(&self) -> Option<&'static [OSSL_PARAM]> {
-        self.md.as_ref()?.settable_ctx_params()
+        self.md.as_ref()?.md().settable_ctx_params()
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Everything here is safe Rust and works on byte buffers only: the RSA arithmetic,
 //! digests and randomness are supplied by the caller through [`Hasher`] and
-//! [`RandomSource`], which the provider implements with `EVP_MD` and `RAND_*_ex`.
+//! [`RandomSource`], which `rsa::libcrypto` implements with `EVP_MD` and `RAND_*_ex`.
 //!
 //! * [`pkcs1`] — PKCS#1 v1.5 block types 1 and 2 (RFC 8017 §7.2, §9.2), including
 //!   implicit rejection (Marvin countermeasure) and the TLS premaster-secret decode.
@@ -31,7 +31,7 @@ pub use pss::SaltLen;
 /// Largest digest output any [`DigestId`] produces (SHA-512).
 pub const MAX_DIGEST_LEN: usize = 64;
 
-/// A hash function the padding code can use; the provider implements it with EVP_MD.
+/// A hash function the padding code can use; `rsa::libcrypto` implements it with EVP_MD.
 pub trait Hasher {
     fn id(&self) -> DigestId;
     fn output_len(&self) -> usize;
@@ -44,7 +44,7 @@ pub trait Hasher {
     fn hash(&self, parts: &[&[u8]], out: &mut [u8]) -> KaeResult<()>;
 }
 
-/// Randomness source; the provider implements it with RAND_bytes_ex / RAND_priv_bytes_ex.
+/// Randomness source; `rsa::libcrypto` implements it with RAND_bytes_ex / RAND_priv_bytes_ex.
 pub trait RandomSource {
     fn fill(&self, buf: &mut [u8]) -> KaeResult<()>;
 }

@@ -1,14 +1,16 @@
 //! Provider instances: the per-instance context handed to OpenSSL and the lookups from the
-//! pointers the core passes back.
+//! pointers the core passes back. It sits below the operations and the C ABI, which take
+//! their instance from here, and below `provider`, which makes and lists the instances.
 
-use super::config::Config;
-use crate::abi::Table;
 use crate::error::KaeError;
+use crate::ffi::digest::{Md, Rng};
 use crate::ffi::encode::{cipher_available, CoreBio, CoreOut, Pkey};
 use crate::ffi::params::OwnedParams;
 use crate::ffi::rand::Drbg;
 use crate::ffi::sys::*;
 use crate::ffi::Core;
+use crate::rsa::libcrypto::Digest;
+use crate::settings::Config;
 use core::ffi::{c_int, c_void, CStr};
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -31,21 +33,23 @@ pub struct ProvCtx {
     /// library context of ours, so its RSA never competes with kae's in the application's
     /// context; everything else it offers is re-listed under `provider=kae`.
     pub default_provider: *mut OSSL_PROVIDER,
-    pub(super) default_libctx: *mut OSSL_LIB_CTX,
+    pub(crate) default_libctx: *mut OSSL_LIB_CTX,
     /// Algorithm tables of the default provider re-labelled `provider=kae`, per operation.
-    pub(super) proxied: Mutex<HashMap<c_int, ProxyTable>>,
+    pub(crate) proxied: Mutex<HashMap<c_int, ProxyTable>>,
 }
 
 /// A copy of one of the default provider's algorithm tables with our property strings
-/// (`relist.rs` fills it), or kae's table merged with such a copy.
-pub(super) struct ProxyTable {
-    pub(super) algs: Table<OSSL_ALGORITHM>,
-    pub(super) _props: Vec<CString>,
+/// (`provider/relist.rs` fills it), or kae's table merged with such a copy. A plain `Vec`,
+/// not an `abi::Table`: `abi` takes `ProvCtx` from here, and the instance that owns the
+/// copy is what makes it shareable (see the `Send`/`Sync` of [`ProvCtx`]).
+pub(crate) struct ProxyTable {
+    pub(crate) algs: Vec<OSSL_ALGORITHM>,
+    pub(crate) _props: Vec<CString>,
 }
 
 /// Provider contexts by the pointer the core passes back to us. With the default provider
 /// loaded, that pointer is the default provider's own context (see `OSSL_provider_init`).
-pub(super) static REGISTRY: RwLock<Vec<(usize, Arc<ProvCtx>)>> = RwLock::new(Vec::new());
+pub(crate) static REGISTRY: RwLock<Vec<(usize, Arc<ProvCtx>)>> = RwLock::new(Vec::new());
 
 fn lookup(p: *mut c_void) -> Option<Arc<ProvCtx>> {
     let reg = REGISTRY.read().ok()?;
@@ -55,10 +59,10 @@ fn lookup(p: *mut c_void) -> Option<Arc<ProvCtx>> {
 }
 
 /// Provider instances by slot. keymgmt `load` carries no provider context, so each slot has
-/// its own `load` functions (`keymgmt::rsa_load::<SLOT>`): a key decoded in one library
+/// its own `load` functions (`abi::keymgmt`'s `load::<K, SLOT>`): a key decoded in one library
 /// context is attached to the kae instance of that context, never to another one.
 pub const MAX_INSTANCES: usize = 8;
-pub(super) static INSTANCES: Mutex<[Option<std::sync::Weak<ProvCtx>>; MAX_INSTANCES]> =
+pub(crate) static INSTANCES: Mutex<[Option<std::sync::Weak<ProvCtx>>; MAX_INSTANCES]> =
     Mutex::new([const { None }; MAX_INSTANCES]);
 
 /// The live instance in `slot`.
@@ -68,14 +72,16 @@ pub fn instance(slot: usize) -> Option<Arc<ProvCtx>> {
 }
 
 /// A free slot (one whose instance is gone), or None when MAX_INSTANCES are alive.
-pub(super) fn free_slot() -> Option<usize> {
+pub(crate) fn free_slot() -> Option<usize> {
     let g = INSTANCES.lock().unwrap_or_else(|e| e.into_inner());
     g.iter()
         .position(|w| w.as_ref().is_none_or(|w| w.strong_count() == 0))
 }
 
 // SAFETY: the raw pointers are handles owned by the core, valid and thread-safe for the
-// provider's lifetime.
+// provider's lifetime. The re-listed tables in `proxied` are plain data behind a mutex:
+// pointers to static strings, dispatch tables and the property strings kept beside them,
+// only ever read.
 unsafe impl Send for ProvCtx {}
 unsafe impl Sync for ProvCtx {}
 
@@ -93,7 +99,7 @@ impl ProvCtx {
     /// Unloads our private default provider, its library context and our child library
     /// context. Called at teardown, when the core holds no more methods of ours (so none of
     /// the re-listed ones either).
-    pub(super) fn release_contexts(&self) {
+    pub(crate) fn release_contexts(&self) {
         // SAFETY: all were created in init and are released once (teardown runs once).
         unsafe {
             if !self.default_provider.is_null() {
@@ -109,15 +115,14 @@ impl ProvCtx {
     }
 
     /// Fetches digest `name` in this instance's child library context.
-    pub fn fetch_md(
-        &self,
-        name: &str,
-        props: Option<&str>,
-    ) -> Result<crate::ffi::digest::Md, crate::error::KaeError> {
-        // SAFETY: libctx is this instance's child library context, created in init and freed
-        // only at teardown, which the core runs once it holds no object of ours: every digest
-        // fetched here lives in an operation context or key, freed before that.
-        unsafe { crate::ffi::digest::Md::fetch(self.libctx, name, props) }
+    pub fn fetch_md(&self, name: &str, props: Option<&str>) -> Result<Digest, KaeError> {
+        Digest::fetch_with(name, props, |name, props| {
+            // SAFETY: libctx is this instance's child library context, created in init and
+            // freed only at teardown, which the core runs once it holds no object of ours:
+            // every digest fetched here lives in an operation context or key, freed before
+            // that.
+            unsafe { Md::fetch(self.libctx, name, props) }
+        })
     }
 
     /// A new DRBG of type `name` in the private default context, chained to its primary.
@@ -208,16 +213,16 @@ impl ProvCtx {
     }
 
     /// The public DRBG of [`rand_libctx`](Self::rand_libctx), borrowed from this instance.
-    pub fn rng(&self) -> crate::ffi::digest::Rng<'_> {
+    pub fn rng(&self) -> Rng<'_> {
         // SAFETY: rand_libctx is our child or private library context, created in init and
         // freed only by release_contexts at teardown, which the core runs once it holds no
         // object of ours, so no operation is borrowing this instance any more.
-        unsafe { crate::ffi::digest::Rng::new(self.rand_libctx(), false) }
+        unsafe { Rng::new(self.rand_libctx(), false) }
     }
 
     /// The private DRBG of [`rand_libctx`](Self::rand_libctx), borrowed from this instance.
-    pub fn private_rng(&self) -> crate::ffi::digest::Rng<'_> {
+    pub fn private_rng(&self) -> Rng<'_> {
         // SAFETY: as in `rng`: the context lives until teardown, after every operation.
-        unsafe { crate::ffi::digest::Rng::new(self.rand_libctx(), true) }
+        unsafe { Rng::new(self.rand_libctx(), true) }
     }
 }

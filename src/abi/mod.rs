@@ -232,6 +232,36 @@ unsafe fn sized_output<C>(
     size: impl FnOnce(&C) -> Result<usize, Failure>,
     produce: impl FnOnce(&mut C, &mut [u8]) -> Result<usize, Failure>,
 ) -> Result<(), Failure> {
+    // SAFETY: the caller's contract is this function's.
+    unsafe {
+        sized_output_after(
+            ctx,
+            out,
+            outlen,
+            outsize,
+            size,
+            |_| Ok(()),
+            |c, (), buf| produce(c, buf),
+        )
+    }
+}
+
+/// [`sized_output`] for an output whose input is used up first: once a buffer is given,
+/// `finish` ends the input (a running digest) before the buffer's size is checked, so a
+/// buffer too small leaves the operation ended, as the default provider's does; `produce`
+/// then writes from what `finish` returned.
+///
+/// # Safety
+/// As [`sized_output`].
+unsafe fn sized_output_after<C, T>(
+    ctx: &mut C,
+    out: *mut u8,
+    outlen: *mut usize,
+    outsize: usize,
+    size: impl FnOnce(&C) -> Result<usize, Failure>,
+    finish: impl FnOnce(&mut C) -> Result<T, Failure>,
+    produce: impl FnOnce(&mut C, T, &mut [u8]) -> Result<usize, Failure>,
+) -> Result<(), Failure> {
     if outlen.is_null() {
         return Err(KaeError::NullParameter.into());
     }
@@ -241,6 +271,7 @@ unsafe fn sized_output<C>(
         unsafe { set_len(outlen, size) };
         return Ok(());
     }
+    let input = finish(ctx)?;
     if outsize < size {
         return Err(Failure::with(
             KaeError::BufferTooSmall,
@@ -248,7 +279,7 @@ unsafe fn sized_output<C>(
         ));
     }
     let mut scratch = Zeroizing::new(vec![0u8; size]);
-    let len = produce(ctx, &mut scratch)?;
+    let len = produce(ctx, input, &mut scratch)?;
     // SAFETY: out is valid for outsize ≥ size bytes (the contract, checked above) and the
     // scratch buffer is ours, so they do not overlap; outlen is writable.
     unsafe {

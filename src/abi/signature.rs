@@ -44,8 +44,10 @@ pub trait Signature: SignatureCtx + CtxParams {
         params: &Params<'_>,
     ) -> Result<(), Failure>;
     fn digest_update(&mut self, data: &[u8]) -> Result<(), Failure>;
-    /// Signs the digest of what was fed (a size query leaves it running).
-    fn digest_sign_final(&mut self, sig: &mut [u8]) -> Result<usize, Failure>;
+    /// Ends the running digest and gives its value, which `sign` then signs. Called once a
+    /// signature buffer is given, before its size is checked (a size query leaves the digest
+    /// running).
+    fn end_digest(&mut self) -> Result<Zeroizing<Vec<u8>>, Failure>;
     fn digest_verify_final(&mut self, sig: &[u8]) -> Result<(), Failure>;
     /// The running digest's parameters: the digest's answer, passed on without an error of
     /// kae's (false without a running digest).
@@ -77,12 +79,18 @@ pub trait SignatureAlgorithm: SignatureCtx {
     ) -> Result<(), Failure>;
     /// What a size query of the one-shot sign answers, once the call is allowed.
     fn oneshot_sign_size(&self) -> Result<usize, Failure>;
-    /// One-shot sign of a digest (sign) or of the whole message (sign-message).
-    fn oneshot_sign(&mut self, tbs: &[u8], sig: &mut [u8]) -> Result<usize, Failure>;
+    /// What a one-shot sign signs: the digest given (sign) or, for sign-message, the digest of
+    /// the whole message `tbs` (which ends the message). Called once a buffer is given, before
+    /// its size is checked.
+    fn oneshot_input(&mut self, tbs: &[u8]) -> Result<Zeroizing<Vec<u8>>, Failure>;
+    /// Signs a digest from `oneshot_input` or `end_message`.
+    fn sign_digest(&mut self, digest: &[u8], sig: &mut [u8]) -> Result<usize, Failure>;
     fn message_update(&mut self, data: &[u8]) -> Result<(), Failure>;
     /// What a size query of sign-message-final answers, once the call is allowed.
     fn sign_message_final_size(&self) -> Result<usize, Failure>;
-    fn sign_message_final(&mut self, sig: &mut [u8]) -> Result<usize, Failure>;
+    /// Ends the message and gives its digest, which `sign_digest` signs. Called once a buffer
+    /// is given, before its size is checked.
+    fn end_message(&mut self) -> Result<Zeroizing<Vec<u8>>, Failure>;
     /// One-shot verify of a digest (verify) or of the whole message (verify-message).
     fn oneshot_verify(&mut self, sig: &[u8], tbs: &[u8]) -> Result<(), Failure>;
     fn verify_message_final(&mut self) -> Result<(), Failure>;
@@ -272,7 +280,15 @@ unsafe extern "C" fn digest_sign_final<C: Signature>(
     // SAFETY: the core's context; sig holds sigsize bytes, siglen is NULL or writable.
     unsafe {
         with_ctx::<C>(ctx, |c| {
-            sized_output(c, sig, siglen, sigsize, C::sign_size, C::digest_sign_final)
+            sized_output_after(
+                c,
+                sig,
+                siglen,
+                sigsize,
+                C::sign_size,
+                C::end_digest,
+                |c, h, out| c.sign(&h, out),
+            )
         })
     }
 }
@@ -394,9 +410,15 @@ unsafe extern "C" fn oneshot_sign<C: SignatureAlgorithm>(
     unsafe {
         with_ctx::<C>(ctx, |c| {
             let tbs = input(tbs, tbslen);
-            sized_output(c, sig, siglen, sigsize, C::oneshot_sign_size, |c, out| {
-                c.oneshot_sign(tbs?, out)
-            })
+            sized_output_after(
+                c,
+                sig,
+                siglen,
+                sigsize,
+                C::oneshot_sign_size,
+                |c| c.oneshot_input(tbs?),
+                |c, h, out| c.sign_digest(&h, out),
+            )
         })
     }
 }
@@ -419,13 +441,14 @@ unsafe extern "C" fn sign_message_final<C: SignatureAlgorithm>(
     // SAFETY: as in `digest_sign_final`.
     unsafe {
         with_ctx::<C>(ctx, |c| {
-            sized_output(
+            sized_output_after(
                 c,
                 sig,
                 siglen,
                 sigsize,
                 C::sign_message_final_size,
-                C::sign_message_final,
+                C::end_message,
+                |c, h, out| c.sign_digest(&h, out),
             )
         })
     }

@@ -289,12 +289,16 @@ impl<const I: usize> SignatureAlgorithm for SigAlgCtx<I> {
         self.0.sign_size()
     }
 
-    fn oneshot_sign(&mut self, tbs: &[u8], sig: &mut [u8]) -> Result<usize, Failure> {
+    fn oneshot_input(&mut self, tbs: &[u8]) -> Result<Zeroizing<Vec<u8>>, Failure> {
         if self.0.op == Operation::SignMessage {
             self.0.message_update(tbs)?;
-            return self.sign_message_final(sig);
+            return self.0.message_digest();
         }
-        self.0.sign_tbs(tbs, sig)?;
+        Ok(Zeroizing::new(tbs.to_vec()))
+    }
+
+    fn sign_digest(&mut self, digest: &[u8], sig: &mut [u8]) -> Result<usize, Failure> {
+        self.0.sign_tbs(digest, sig)?;
         Ok(sig.len())
     }
 
@@ -308,10 +312,8 @@ impl<const I: usize> SignatureAlgorithm for SigAlgCtx<I> {
         self.0.sign_size()
     }
 
-    fn sign_message_final(&mut self, sig: &mut [u8]) -> Result<usize, Failure> {
-        let h = self.0.message_digest()?;
-        self.0.sign_tbs(&h, sig)?;
-        Ok(sig.len())
+    fn end_message(&mut self) -> Result<Zeroizing<Vec<u8>>, Failure> {
+        self.0.message_digest()
     }
 
     fn oneshot_verify(&mut self, sig: &[u8], tbs: &[u8]) -> Result<(), Failure> {

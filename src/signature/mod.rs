@@ -716,10 +716,8 @@ impl Signature for SigCtx {
         Ok(())
     }
 
-    fn digest_sign_final(&mut self, sig: &mut [u8]) -> Result<usize, Failure> {
-        let h = self.digest_final()?;
-        self.sign_tbs(&h, sig)?;
-        Ok(sig.len())
+    fn end_digest(&mut self) -> Result<Zeroizing<Vec<u8>>, Failure> {
+        Ok(self.digest_final()?)
     }
 
     fn digest_verify_final(&mut self, sig: &[u8]) -> Result<(), Failure> {

@@ -1,7 +1,8 @@
-//! The thin FFI layer: the only place that touches raw OpenSSL pointers.
+//! The thin FFI layer over libcrypto and the core's functions, with `abi/` (the pointers the
+//! core hands to the provider) the place that touches raw OpenSSL pointers.
 //!
-//! Everything above this module works with the safe wrappers defined here: `BigNum`,
-//! `MontCtx`, `Md`/`MdCtx`, parameter readers/writers, and the panic-catching `guard`.
+//! Everything above them works with the safe wrappers defined here: `BigNum`, `MontCtx`,
+//! `Md`/`MdCtx`, parameter readers/writers, and the panic-catching `guard`.
 
 pub mod async_job;
 pub mod bn;

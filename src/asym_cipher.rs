@@ -40,16 +40,10 @@ impl CipherCtx {
         self.key.as_deref().ok_or(KaeError::MissingKey)
     }
 
-    fn fetch(&self, name: &str, props: Option<&str>) -> Result<Digest, Failure> {
-        self.prov
-            .fetch_md(name, props)
-            .map_err(|e| Failure::with(e, format!("digest={name}")))
-    }
-
     fn oaep_md(&mut self) -> Result<Digest, Failure> {
         if self.oaep_md.is_none() {
             // RFC 8017 default: SHA-1.
-            self.oaep_md = Some(self.fetch("SHA1", self.oaep_propq.as_deref())?);
+            self.oaep_md = Some(self.prov.fetch_md("SHA1", self.oaep_propq.as_deref())?);
         }
         Ok(self.oaep_md.clone().ok_or(KaeError::Internal)?)
     }
@@ -104,14 +98,14 @@ impl CipherCtx {
         }
         if let Some(p) = params.locate(c"digest") {
             let name = p.get_utf8()?;
-            self.oaep_md = Some(self.fetch(name, self.oaep_propq.as_deref())?);
+            self.oaep_md = Some(self.prov.fetch_md(name, self.oaep_propq.as_deref())?);
         }
         if let Some(v) = crate::ffi::params::opt_utf8(params, c"mgf1-properties")? {
             self.mgf1_propq = Some(v.to_owned());
         }
         if let Some(p) = params.locate(c"mgf1-digest") {
             let name = p.get_utf8()?;
-            self.mgf1_md = Some(self.fetch(name, self.mgf1_propq.as_deref())?);
+            self.mgf1_md = Some(self.prov.fetch_md(name, self.mgf1_propq.as_deref())?);
         }
         if let Some(p) = params.locate(c"oaep-label") {
             let l = p.get_octets()?;
@@ -283,7 +277,7 @@ impl CipherCtx {
                 // d < n: exactly k bytes, so its length says nothing about its top byte.
                 let mut d_bytes = Zeroizing::new(vec![0u8; k]);
                 d.write_be_padded(&mut d_bytes)?;
-                let sha256 = self.fetch("SHA256", None)?;
+                let sha256 = self.prov.fetch_md("SHA256", None)?;
                 pkcs1::decode_type2_implicit_rejection(&sha256, &d_bytes, &c, &em, &mut out)?
             }
             PadMode::Pkcs1 => pkcs1::decode_type2(&em, &mut out)?,

@@ -3,6 +3,7 @@
 //! their instance from here, and below `provider`, which makes and lists the instances.
 
 use crate::error::KaeError;
+use crate::ffi::core::Failure;
 use crate::ffi::digest::{Md, Rng};
 use crate::ffi::encode::{cipher_available, CoreBio, CoreOut, Pkey};
 use crate::ffi::params::OwnedParams;
@@ -114,8 +115,8 @@ impl ProvCtx {
         }
     }
 
-    /// Fetches digest `name` in this instance's child library context.
-    pub fn fetch_md(&self, name: &str, props: Option<&str>) -> Result<Digest, KaeError> {
+    /// Fetches digest `name` in this instance's child library context; a failure names it.
+    pub fn fetch_md(&self, name: &str, props: Option<&str>) -> Result<Digest, Failure> {
         Digest::fetch_with(name, props, |name, props| {
             // SAFETY: libctx is this instance's child library context, created in init and
             // freed only at teardown, which the core runs once it holds no object of ours:
@@ -123,6 +124,7 @@ impl ProvCtx {
             // that.
             unsafe { Md::fetch(self.libctx, name, props) }
         })
+        .map_err(|e| Failure::with(e, format!("digest={name}")))
     }
 
     /// A new DRBG of type `name` in the private default context, chained to its primary.

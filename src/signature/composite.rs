@@ -139,7 +139,7 @@ impl SigCtx {
                 "composite RSA signature algorithms do not take RSA-PSS keys",
             ));
         }
-        let md = self.fetch(alg.md.name(), self.propq.as_deref())?;
+        let md = self.prov.fetch_md(alg.md.name(), self.propq.as_deref())?;
         let mut ctx = MdCtx::new()?;
         ctx.init(md.md())?;
         self.md = Some(md);

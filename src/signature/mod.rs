@@ -61,12 +61,6 @@ impl SigCtx {
         self.key.as_deref().ok_or(KaeError::MissingKey)
     }
 
-    fn fetch(&self, name: &str, props: Option<&str>) -> Result<Digest, Failure> {
-        self.prov
-            .fetch_md(name, props)
-            .map_err(|e| Failure::with(e, format!("digest={name}")))
-    }
-
     fn init(
         &mut self,
         key: Option<&KeyObj>,
@@ -112,8 +106,8 @@ impl SigCtx {
             KeyType::RsaPss => {
                 self.pad = PadMode::Pss;
                 if let Some(r) = key.pss {
-                    self.md = Some(self.fetch(r.md.name(), None)?);
-                    self.mgf1 = Some(self.fetch(r.mgf1_md.name(), None)?);
+                    self.md = Some(self.prov.fetch_md(r.md.name(), None)?);
+                    self.mgf1 = Some(self.prov.fetch_md(r.mgf1_md.name(), None)?);
                     self.saltlen = SaltLen::Fixed(r.min_saltlen);
                 }
             }
@@ -200,7 +194,7 @@ impl SigCtx {
                     ));
                 }
             } else {
-                let md = self.fetch(name, self.propq.as_deref())?;
+                let md = self.prov.fetch_md(name, self.propq.as_deref())?;
                 self.check_md_allowed(&md)?;
                 self.md = Some(md);
             }
@@ -211,7 +205,7 @@ impl SigCtx {
         }
         if let Some(p) = params.locate(c"mgf1-digest") {
             let name = p.get_utf8()?;
-            let md = self.fetch(name, self.mgf1_propq.as_deref())?;
+            let md = self.prov.fetch_md(name, self.mgf1_propq.as_deref())?;
             if let Some(r) = self.key.as_ref().and_then(|k| k.pss) {
                 if r.mgf1_md != md.id() {
                     return Err(Failure::with(
@@ -539,12 +533,12 @@ impl SigCtx {
     ) -> Result<(), Failure> {
         self.init(key, params, op)?;
         if let Some(name) = mdname {
-            let md = self.fetch(name, self.propq.as_deref())?;
+            let md = self.prov.fetch_md(name, self.propq.as_deref())?;
             self.check_md_allowed(&md)?;
             self.md = Some(md);
         }
         if self.md.is_none() {
-            self.md = Some(self.fetch("SHA256", self.propq.as_deref())?);
+            self.md = Some(self.prov.fetch_md("SHA256", self.propq.as_deref())?);
         }
         let mut ctx = MdCtx::new()?;
         ctx.init(self.md.as_ref().ok_or(KaeError::InvalidDigest)?.md())?;

@@ -226,24 +226,33 @@ fn bad_knobs_are_refused_before_anything_runs() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The stub directory of an mb-speed.sh run, its log of stubbed commands and the path the
+/// stand-in `openssl` logs its runs to. The script's own plumbing runs for real: its scratch
+/// directory, copying the results.
+fn mb_speed_stubs(scratch: &Scratch) -> (PathBuf, PathBuf, PathBuf) {
+    let log = scratch.0.join("ran.log");
+    let stubs = stub_dir(&scratch.0, &log);
+    for tool in ["mktemp", "cp"] {
+        fs::remove_file(stubs.join(tool)).unwrap();
+    }
+    (stubs, log, scratch.0.join("speed.log"))
+}
+
+/// Writes an executable `dir/name`.
+fn write_exe(dir: &Path, name: &str, text: String) {
+    let p = dir.join(name);
+    fs::write(&p, text).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// scripts/mb-speed.sh end to end against a stand-in `openssl` that answers at once (kae's
 /// runs at twice the default's sign/s) and says kae runs on `backend`: the first line names
 /// the backend, the warning appears exactly when it is not "mb", every row of the matrix is
 /// in the table with its ratio, and each row ran with its flags (rows a and b pinned).
 fn mb_speed_with_fake_openssl(backend: &str) -> (String, String, String) {
     let scratch = Scratch::new(&format!("mb-speed-{backend}"));
-    let log = scratch.0.join("ran.log");
-    let stubs = stub_dir(&scratch.0, &log);
-    let speed_log = scratch.0.join("speed.log");
-    // The script's own plumbing runs for real here: its scratch directory, copying the results.
-    for tool in ["mktemp", "cp"] {
-        fs::remove_file(stubs.join(tool)).unwrap();
-    }
-    let write_exe = |name: &str, text: String| {
-        let p = stubs.join(name);
-        fs::write(&p, text).unwrap();
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
-    };
+    let (stubs, log, speed_log) = mb_speed_stubs(&scratch);
+    let write_exe = |name: &str, text: String| write_exe(&stubs, name, text);
     write_exe(
         "openssl",
         format!(
@@ -309,17 +318,8 @@ exit 0
 #[test]
 fn mb_speed_peer_adds_a_column_run_with_kaes_flags() {
     let scratch = Scratch::new("mb-speed-peer");
-    let log = scratch.0.join("ran.log");
-    let stubs = stub_dir(&scratch.0, &log);
-    let speed_log = scratch.0.join("speed.log");
-    for tool in ["mktemp", "cp"] {
-        fs::remove_file(stubs.join(tool)).unwrap();
-    }
-    let write_exe = |name: &str, text: String| {
-        let p = stubs.join(name);
-        fs::write(&p, text).unwrap();
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
-    };
+    let (stubs, _log, speed_log) = mb_speed_stubs(&scratch);
+    let write_exe = |name: &str, text: String| write_exe(&stubs, name, text);
     write_exe(
         "openssl",
         format!(

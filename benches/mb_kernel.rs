@@ -39,6 +39,11 @@
 //! Run: `cargo bench --bench mb_kernel`; `MB_BENCH_SIZES=2048,4096` limits the sizes (RSA
 //! modulus bits; 1024 is accepted too); `cargo bench --bench mb_kernel -- --test` is a quick
 //! smoke run.
+//!
+//! `MB_BENCH_ROUNDS=R` replaces criterion with R alternating rounds per size (kae's two
+//! shapes, crypto_mb and OpenSSL in turn, about 0.2 s each) and prints the median of each
+//! column and of the per-round ratios: on a shared machine whose speed drifts, a ratio taken
+//! within one round is what holds still.
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use kae::mb::{self, Engine, Lane, PreparedLane, Size};
@@ -412,6 +417,148 @@ fn group_name(bits: u32) -> String {
     format!("mb_kernel-rsa{bits}")
 }
 
+/// kae's two batch shapes on one case's requests, the primes prepared once.
+struct KaeRuns<'a> {
+    engine: Engine,
+    exp_bits: usize,
+    /// The p halves of BATCH requests, then their q halves: two calls.
+    p_lanes: Vec<PreparedLane<'a>>,
+    q_lanes: Vec<PreparedLane<'a>>,
+    /// The p and q halves of HALF_BATCH requests: one call.
+    lanes: Vec<PreparedLane<'a>>,
+}
+
+impl<'a> KaeRuns<'a> {
+    fn new(case: &'a Case, engine: Engine) -> KaeRuns<'a> {
+        let prepared: &'a [mb::Prepared] = Box::leak(
+            mb::Prepared::many(engine, case.size, &[&case.p.modulus, &case.q.modulus])
+                .expect("mb::Prepared::many")
+                .into_boxed_slice(),
+        );
+        let (pp, pq) = (&prepared[0], &prepared[1]);
+        let runs = KaeRuns {
+            engine,
+            exp_bits: case.exp_bits(),
+            p_lanes: (0..BATCH).map(|i| case.p.prepared_lane(pp, i)).collect(),
+            q_lanes: (0..BATCH).map(|i| case.q.prepared_lane(pq, i)).collect(),
+            lanes: (0..HALF_BATCH)
+                .map(|i| case.p.prepared_lane(pp, i))
+                .chain((0..HALF_BATCH).map(|i| case.q.prepared_lane(pq, i)))
+                .collect(),
+        };
+        // The prepared path gives what the unprepared one gives (checked against OpenSSL).
+        let checked =
+            mb::mod_exp(engine, case.size, &case.one_call_lanes(), runs.exp_bits).unwrap();
+        let got: Vec<_> = mb::mod_exp_prepared(engine, &runs.lanes, runs.exp_bits)
+            .unwrap()
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            got.iter().zip(&checked).all(|(a, b)| a[..] == b[..]),
+            "RSA-{}: prepared moduli give other results",
+            case.bits
+        );
+        runs
+    }
+
+    fn two_calls(&self) {
+        let rp = mb::mod_exp_prepared(self.engine, black_box(&self.p_lanes), self.exp_bits);
+        let rq = mb::mod_exp_prepared(self.engine, black_box(&self.q_lanes), self.exp_bits);
+        black_box((rp.unwrap(), rq.unwrap()));
+    }
+
+    fn one_call(&self) {
+        black_box(mb::mod_exp_prepared(self.engine, black_box(&self.lanes), self.exp_bits).unwrap());
+    }
+}
+
+/// `MB_BENCH_ROUNDS`: rounds of the alternating mode, if set.
+fn alternate_rounds() -> Option<usize> {
+    let v = std::env::var("MB_BENCH_ROUNDS").ok()?;
+    match v.trim().parse() {
+        Ok(r) if r > 0 => Some(r),
+        _ => panic!("MB_BENCH_ROUNDS={v:?}: not a positive number of rounds"),
+    }
+}
+
+/// µs per request of `f` (which does `per_call` requests), timed for about `budget`.
+fn time_per_request(per_call: usize, budget: Duration, mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    let mut calls = 0u32;
+    while calls < 2 || t.elapsed() < budget {
+        f();
+        calls += 1;
+    }
+    t.elapsed().as_secs_f64() * 1e6 / (calls as usize * per_call) as f64
+}
+
+/// The alternating mode: per size, `rounds` rounds of OpenSSL, kae's two shapes and crypto_mb
+/// in turn; medians of each and of the per-round ratios.
+fn alternate(cases: &[Case], engine: Engine, peers: &mut [Option<crypto_mb::Crt>], rounds: usize) {
+    let budget = Duration::from_millis(200);
+    println!();
+    println!(
+        "mb_kernel, {rounds} alternating rounds per size: medians, µs per request (kernel: \
+         exponentiations only); ratios are medians of per-round ratios"
+    );
+    println!("OpenSSL: {}", openssl::version::version());
+    println!(
+        "{:<9} {:<12} {:>9} {:>12} {:>12} {:>9} {:>14} {:>10}",
+        "size", "engine", "OpenSSL", "kae 8req/2c", "kae 4req/1c", "cmb crt", "OpenSSL/kae", "kae/cmb"
+    );
+    for (case, peer) in cases.iter().zip(peers.iter_mut()) {
+        let kae = KaeRuns::new(case, engine);
+        let mut out = vec![0u8; case.rsa.size() as usize];
+        let mut cols: [Vec<f64>; 4] = Default::default();
+        let (mut vs_openssl, mut vs_cmb) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let mut i = 0;
+            let o = time_per_request(1, budget, || {
+                case.openssl_private(black_box(&case.inputs[i % BATCH]), &mut out);
+                i += 1;
+            });
+            // Which shape goes first alternates too.
+            let (k2, k1) = if round % 2 == 0 {
+                let a = time_per_request(BATCH, budget, || kae.two_calls());
+                (a, time_per_request(HALF_BATCH, budget, || kae.one_call()))
+            } else {
+                let b = time_per_request(HALF_BATCH, budget, || kae.one_call());
+                (time_per_request(BATCH, budget, || kae.two_calls()), b)
+            };
+            let best = k1.min(k2);
+            vs_openssl.push(o / best);
+            cols[0].push(o);
+            cols[1].push(k2);
+            cols[2].push(k1);
+            if let Some(p) = peer.as_mut() {
+                let c = time_per_request(BATCH, budget, || {
+                    p.run();
+                });
+                cols[3].push(c);
+                vs_cmb.push(c / best);
+            }
+        }
+        let [o, k2, k1, c] = cols.map(median);
+        let r = |v: &Vec<f64>| median(v.clone()).map_or("-".into(), |m| format!("{m:.2}"));
+        println!(
+            "{:<9} {:<12} {:>9} {:>12} {:>12} {:>9} {:>14} {:>10}",
+            format!("RSA-{}", case.bits),
+            engine.name(),
+            fmt_us(o),
+            fmt_us(k2),
+            fmt_us(k1),
+            fmt_us(c),
+            r(&vs_openssl),
+            r(&vs_cmb),
+        );
+    }
+    println!(
+        "kae/cmb = crypto_mb µs/request ÷ kae's faster shape in the same round (above 1: kae \
+         faster; crypto_mb's figure includes the reductions and recombination kae's does not)"
+    );
+}
+
 fn bench_case(c: &mut Criterion, case: &Case, engine: Engine, peer: Option<&mut crypto_mb::Crt>) {
     let group = group_name(case.bits);
     let mut g = c.benchmark_group(group.as_str());
@@ -435,28 +582,7 @@ fn bench_case(c: &mut Criterion, case: &Case, engine: Engine, peer: Option<&mut 
         })
     });
 
-    let exp_bits = case.exp_bits();
-    let prepared = mb::Prepared::many(engine, case.size, &[&case.p.modulus, &case.q.modulus])
-        .expect("mb::Prepared::many");
-    let (pp, pq) = (&prepared[0], &prepared[1]);
-    let p_lanes: Vec<PreparedLane> = (0..BATCH).map(|i| case.p.prepared_lane(pp, i)).collect();
-    let q_lanes: Vec<PreparedLane> = (0..BATCH).map(|i| case.q.prepared_lane(pq, i)).collect();
-    let lanes: Vec<PreparedLane> = (0..HALF_BATCH)
-        .map(|i| case.p.prepared_lane(pp, i))
-        .chain((0..HALF_BATCH).map(|i| case.q.prepared_lane(pq, i)))
-        .collect();
-    // The prepared path gives what the unprepared one gives (checked against OpenSSL).
-    let checked = mb::mod_exp(engine, case.size, &case.one_call_lanes(), exp_bits).unwrap();
-    let got: Vec<_> = mb::mod_exp_prepared(engine, &lanes, exp_bits)
-        .unwrap()
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
-    assert!(
-        got.iter().zip(&checked).all(|(a, b)| a[..] == b[..]),
-        "RSA-{}: prepared moduli give other results",
-        case.bits
-    );
+    let kae = KaeRuns::new(case, engine);
 
     let id = id_two_calls(engine);
     g.throughput(Throughput::Elements(BATCH as u64));
@@ -464,9 +590,7 @@ fn bench_case(c: &mut Criterion, case: &Case, engine: Engine, peer: Option<&mut 
         b.iter_custom(|iters| {
             let t = Instant::now();
             for _ in 0..iters {
-                let rp = mb::mod_exp_prepared(engine, black_box(&p_lanes), exp_bits).unwrap();
-                let rq = mb::mod_exp_prepared(engine, black_box(&q_lanes), exp_bits).unwrap();
-                black_box((rp, rq));
+                kae.two_calls();
             }
             let e = t.elapsed();
             record(&group, &id, iters, e);
@@ -480,7 +604,7 @@ fn bench_case(c: &mut Criterion, case: &Case, engine: Engine, peer: Option<&mut 
         b.iter_custom(|iters| {
             let t = Instant::now();
             for _ in 0..iters {
-                black_box(mb::mod_exp_prepared(engine, black_box(&lanes), exp_bits).unwrap());
+                kae.one_call();
             }
             let e = t.elapsed();
             record(&group, &id, iters, e);
@@ -674,6 +798,8 @@ fn main() {
     let lib = crypto_mb::load();
     let mut peer_notes = Vec::new();
     let mut cases = Vec::new();
+    let mut peers = Vec::new();
+    let rounds = alternate_rounds();
     for bits in sizes() {
         let case = Case::new(bits);
         if !list {
@@ -689,8 +815,18 @@ fn main() {
             Err(e) if !peer_notes.contains(e) => peer_notes.push(e.clone()),
             _ => {}
         }
-        bench_case(&mut c, &case, engine, peer.as_mut().ok());
+        if rounds.is_none() {
+            bench_case(&mut c, &case, engine, peer.as_mut().ok());
+        }
+        peers.push(peer.ok());
         cases.push(case);
+    }
+    if let Some(rounds) = rounds.filter(|_| !list) {
+        alternate(&cases, engine, &mut peers, if test { 1 } else { rounds });
+        for note in peer_notes {
+            println!("{note}: no crypto_mb column");
+        }
+        return;
     }
     c.final_summary();
 

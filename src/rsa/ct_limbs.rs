@@ -28,6 +28,11 @@ pub fn declassify_u64(x: u64) -> u64 {
     crate::ffi::memcheck::public_usize(x as usize) as u64
 }
 
+/// See [`declassify_usize`]: limbs derived from secrets that are public by design.
+pub fn declassify_words(x: &[u64]) {
+    crate::ffi::memcheck::mark_public_words(x)
+}
+
 /// A secret-safe limb vector: wiped on drop.
 pub type Limbs = Zeroizing<Vec<u64>>;
 

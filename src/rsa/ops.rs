@@ -45,27 +45,40 @@ pub fn public_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     r.write_be_padded(out)
 }
 
+/// A fresh pair (r^e, r^-1) for a uniform r in [1, n). r^-1 is found by a blinded inversion:
+/// t = r·s·R^-1 mod n for a second uniform s is uniform and independent of r, so libcrypto
+/// inverts t with its fast variable-time code, and r^-1 = t^-1·s·R^-1. The constant-time
+/// inversion of r itself cost more than the 32 private operations a pair serves.
 fn new_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
     let n = key.n()?;
     let mont = key.mont()?;
+    let ln = &mont.ln;
+    let w = ln.width();
     let mut r = BigNum::new_secret()?;
-    let mut ri = BigNum::new_secret()?;
-    // r uniform in [1, n) and invertible: retry the (negligible) zero or non-invertible r,
-    // which BN_mod_inverse refuses (no test of r's value in kae's code).
-    loop {
+    let mut s = BigNum::new_secret()?;
+    let mut t_inv = BigNum::new_secure_unflagged()?;
+    // A zero or non-invertible r or s makes t non-invertible, which BN_mod_inverse refuses:
+    // draw again (negligible; no test of r's value in kae's code).
+    let ri = loop {
         arith::priv_rand_range(&mut r, n, ctx)?;
-        if arith::mod_inverse(&mut ri, &r, n, ctx).is_ok() {
-            break;
+        arith::priv_rand_range(&mut s, n, ctx)?;
+        let sl = s.to_limbs(w)?;
+        let t = ln.mont_mul(&r.to_limbs(w)?, &sl);
+        // Public by design (independent of r): declassified for the secret-taint check.
+        ct_limbs::declassify_words(&t);
+        let t = BigNum::from_limbs(&t, false)?;
+        if arith::mod_inverse(&mut t_inv, &t, n, ctx).is_ok() {
+            break ln.mont_mul(&t_inv.to_limbs(w)?, &sl);
         }
-    }
+    };
     let mut a = BigNum::new_secure_unflagged()?;
-    arith::mod_exp_vartime(&mut a, &r, key.e()?, n, &mont.n, ctx)?; // r^e: e public
-    let w = mont.ln.width();
+    // r^e; r's constant-time flag keeps libcrypto on its constant-time exponentiation.
+    arith::mod_exp_vartime(&mut a, &r, key.e()?, n, &mont.n, ctx)?;
     key.blindings_made
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Ok(Blinding {
-        a: mont.ln.to_mont(&a.to_limbs(w)?),
-        ai: mont.ln.to_mont(&ri.to_limbs(w)?),
+        a: ln.to_mont(&a.to_limbs(w)?),
+        ai: ln.to_mont(&ri),
         uses: 0,
         pid: std::process::id(),
     })
@@ -529,6 +542,39 @@ mod tests {
         public_op(key, &s, &mut back).unwrap();
         assert_eq!(back, m);
         key.validate(true, true, true).unwrap();
+    }
+
+    #[test]
+    fn a_new_blinding_pair_is_r_to_the_e_and_r_inverse() {
+        use num_bigint::BigUint;
+        let key = key1024();
+        let ctx = key.bn_ctx().unwrap();
+        let ln = &key.mont().unwrap().ln;
+        let big = |l: &[u64]| {
+            let one = {
+                let mut v = vec![0u64; l.len()];
+                v[0] = 1;
+                v
+            };
+            let plain = ln.mont_mul(l, &one); // out of the Montgomery domain
+            BigUint::from_slice(
+                &plain
+                    .iter()
+                    .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let n = BigUint::from_bytes_be(&key.n().unwrap().to_be_bytes().unwrap());
+        let e = BigUint::from(65537u32);
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let b = new_blinding(key, &ctx).unwrap();
+            let (a, ai) = (big(&b.a), big(&b.ai));
+            // a = r^e and ai = r^-1, so a·ai^e = 1 (mod n).
+            assert_eq!((&a * ai.modpow(&e, &n)) % &n, BigUint::from(1u32));
+            assert!(!seen.contains(&ai), "each pair draws a new r");
+            seen.push(ai);
+        }
     }
 
     #[test]

@@ -17,6 +17,8 @@ use crate::rsa::key::{Blinding, CrtCache, RsaKey};
 const BLINDING_MAX_USES: u32 = 32;
 /// Blinding pairs kept per key (one per concurrently signing thread is enough).
 const BLINDING_POOL: usize = 16;
+/// Blinding pairs made at a time: one inversion serves them all.
+const BLINDING_BATCH: usize = 8;
 
 /// Converts the big-endian input to a number and checks it is below the modulus.
 fn input_below_modulus(key: &RsaKey, input: &[u8], secret: bool) -> KaeResult<BigNum> {
@@ -45,65 +47,114 @@ pub fn public_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     r.write_be_padded(out)
 }
 
-/// A fresh pair (r^e, r^-1) for a uniform r in [1, n). r^-1 is found by a blinded inversion:
-/// t = r·s·R^-1 mod n for a second uniform s is uniform and independent of r, so libcrypto
-/// inverts t with its fast variable-time code, and r^-1 = t^-1·s·R^-1. The constant-time
-/// inversion of r itself cost more than the 32 private operations a pair serves.
-fn new_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
+/// Fresh pairs (r^e, r^-1) for uniform r in [1, n), `count` of them with one inversion.
+/// libcrypto's inversion of a 2048-bit number costs about as much as the 32 private
+/// operations a pair serves, constant-time or not, so it is shared (Montgomery's trick) and
+/// blinded: t = r·s·R^-1 mod n for a second uniform s is uniform and independent of r, so
+/// the t's and their products are public, and r^-1 = t^-1·s·R^-1.
+fn new_blindings(key: &RsaKey, ctx: &BnCtx, count: usize) -> KaeResult<Vec<Blinding>> {
     let n = key.n()?;
     let mont = key.mont()?;
     let ln = &mont.ln;
     let w = ln.width();
     let mut r = BigNum::new_secret()?;
     let mut s = BigNum::new_secret()?;
-    let mut t_inv = BigNum::new_secure_unflagged()?;
-    // A zero or non-invertible r or s makes t non-invertible, which BN_mod_inverse refuses:
-    // draw again (negligible; no test of r's value in kae's code).
-    let ri = loop {
-        arith::priv_rand_range(&mut r, n, ctx)?;
-        arith::priv_rand_range(&mut s, n, ctx)?;
-        let sl = s.to_limbs(w)?;
-        let t = ln.mont_mul(&r.to_limbs(w)?, &sl);
-        // Public by design (independent of r): declassified for the secret-taint check.
-        ct_limbs::declassify_words(&t);
-        let t = BigNum::from_limbs(&t, false)?;
-        if arith::mod_inverse(&mut t_inv, &t, n, ctx).is_ok() {
-            break ln.mont_mul(&t_inv.to_limbs(w)?, &sl);
+    let (drawn, t_inv) = loop {
+        let mut drawn = Vec::with_capacity(count);
+        let mut t = Vec::with_capacity(count);
+        for _ in 0..count {
+            arith::priv_rand_range(&mut r, n, ctx)?;
+            arith::priv_rand_range(&mut s, n, ctx)?;
+            let (rl, sl) = (r.to_limbs(w)?, s.to_limbs(w)?);
+            let ti = ln.mont_mul(&rl, &sl);
+            ct_limbs::declassify_words(&ti);
+            t.push(BigNum::from_limbs(&ti, false)?);
+            drawn.push((rl, sl));
+        }
+        // A zero or non-invertible r or s leaves the product without inverse: draw again
+        // (negligible; no test of r's value in kae's code).
+        if let Some(t_inv) = invert_all(&t, n, ctx)? {
+            break (drawn, t_inv);
         }
     };
-    let mut a = BigNum::new_secure_unflagged()?;
-    // r^e; r's constant-time flag keeps libcrypto on its constant-time exponentiation.
-    arith::mod_exp_vartime(&mut a, &r, key.e()?, n, &mont.n, ctx)?;
+    let e = key.e()?;
+    let mut pairs = Vec::with_capacity(count);
+    for ((rl, sl), ti) in drawn.iter().zip(&t_inv) {
+        let ri = ln.mont_mul(&ti.to_limbs(w)?, sl);
+        // r^e; the constant-time flag keeps libcrypto on its constant-time exponentiation.
+        let r = BigNum::from_limbs(rl, true)?;
+        let mut a = BigNum::new_secure_unflagged()?;
+        arith::mod_exp_vartime(&mut a, &r, e, n, &mont.n, ctx)?;
+        pairs.push(Blinding {
+            a: ln.to_mont(&a.to_limbs(w)?),
+            ai: ln.to_mont(&ri),
+            uses: 0,
+            pid: std::process::id(),
+        });
+    }
     key.blindings_made
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Ok(Blinding {
-        a: ln.to_mont(&a.to_limbs(w)?),
-        ai: ln.to_mont(&ri),
-        uses: 0,
-        pid: std::process::id(),
-    })
+        .fetch_add(count as u32, std::sync::atomic::Ordering::Relaxed);
+    Ok(pairs)
 }
 
-/// A pooled pair of this process, updated by squaring, or a new one. Pairs made by another
-/// process (the parent of a fork) are dropped: reusing them would give parent and child the
-/// same sequence of blinding factors.
+/// The inverses mod n of public numbers, with one inversion (Montgomery's trick); `None`
+/// when one of them has none. Variable time: for public values only.
+fn invert_all(t: &[BigNum], n: &BigNum, ctx: &BnCtx) -> KaeResult<Option<Vec<BigNum>>> {
+    // prefix[i] = t[0]·…·t[i] mod n
+    let mut prefix: Vec<BigNum> = Vec::with_capacity(t.len());
+    for (i, ti) in t.iter().enumerate() {
+        let mut p = BigNum::new()?;
+        match i {
+            0 => arith::nnmod(&mut p, ti, n, ctx)?,
+            _ => arith::mod_mul(&mut p, &prefix[i - 1], ti, n, ctx)?,
+        }
+        prefix.push(p);
+    }
+    let Some(last) = prefix.last() else {
+        return Ok(Some(Vec::new()));
+    };
+    // inv = (t[0]·…·t[i])^-1, walking i down.
+    let mut inv = BigNum::new()?;
+    if arith::mod_inverse(&mut inv, last, n, ctx).is_err() {
+        return Ok(None);
+    }
+    let mut out: Vec<Option<BigNum>> = (0..t.len()).map(|_| None).collect();
+    for i in (1..t.len()).rev() {
+        let mut ti_inv = BigNum::new()?;
+        arith::mod_mul(&mut ti_inv, &inv, &prefix[i - 1], n, ctx)?;
+        out[i] = Some(ti_inv);
+        let mut next = BigNum::new()?;
+        arith::mod_mul(&mut next, &inv, &t[i], n, ctx)?;
+        inv = next;
+    }
+    out[0] = Some(inv);
+    Ok(Some(out.into_iter().flatten().collect()))
+}
+
+/// A pooled pair of this process, updated by squaring, or a new one (made with
+/// `BLINDING_BATCH - 1` others that go to the pool). Pairs made by another process (the
+/// parent of a fork) are dropped: reusing them would give parent and child the same
+/// sequence of blinding factors; so are pairs used `BLINDING_MAX_USES` times.
 fn take_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
     let pid = std::process::id();
     let pooled = key.blindings.lock().ok().and_then(|mut v| {
-        v.retain(|b| b.pid == pid);
+        v.retain(|b| b.pid == pid && b.uses < BLINDING_MAX_USES);
         v.pop()
     });
-    match pooled {
-        Some(mut b) if b.uses < BLINDING_MAX_USES => {
-            // (r^e)^2 = (r^2)^e and (r^-1)^2 = (r^2)^-1: still a matching pair.
-            let ln = &key.mont()?.ln;
-            b.a = ln.mont_mul(&b.a, &b.a);
-            b.ai = ln.mont_mul(&b.ai, &b.ai);
-            b.uses += 1;
-            Ok(b)
-        }
-        _ => new_blinding(key, ctx),
+    if let Some(mut b) = pooled {
+        // (r^e)^2 = (r^2)^e and (r^-1)^2 = (r^2)^-1: still a matching pair.
+        let ln = &key.mont()?.ln;
+        b.a = ln.mont_mul(&b.a, &b.a);
+        b.ai = ln.mont_mul(&b.ai, &b.ai);
+        b.uses += 1;
+        return Ok(b);
     }
+    let mut fresh = new_blindings(key, ctx, BLINDING_BATCH)?;
+    let first = fresh.pop().ok_or(KaeError::BignumFailure)?;
+    for b in fresh {
+        return_blinding(key, b);
+    }
+    Ok(first)
 }
 
 fn return_blinding(key: &RsaKey, b: Blinding) {
@@ -544,37 +595,48 @@ mod tests {
         key.validate(true, true, true).unwrap();
     }
 
+    /// Each pair of a batch, checked with num-bigint: a = r^e·R and ai = r^-1·R mod n, so
+    /// (ai·R^-1)^e · (a·R^-1) = 1 mod n; and no two share r.
     #[test]
-    fn a_new_blinding_pair_is_r_to_the_e_and_r_inverse() {
+    fn a_batch_of_blinding_pairs_shares_one_inversion_and_each_pair_matches() {
         use num_bigint::BigUint;
         let key = key1024();
         let ctx = key.bn_ctx().unwrap();
-        let ln = &key.mont().unwrap().ln;
-        let big = |l: &[u64]| {
-            let one = {
-                let mut v = vec![0u64; l.len()];
-                v[0] = 1;
-                v
-            };
-            let plain = ln.mont_mul(l, &one); // out of the Montgomery domain
-            BigUint::from_slice(
-                &plain
-                    .iter()
-                    .flat_map(|w| [*w as u32, (*w >> 32) as u32])
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let n = BigUint::from_bytes_be(&key.n().unwrap().to_be_bytes().unwrap());
-        let e = BigUint::from(65537u32);
-        let mut seen = Vec::new();
-        for _ in 0..4 {
-            let b = new_blinding(key, &ctx).unwrap();
-            let (a, ai) = (big(&b.a), big(&b.ai));
-            // a = r^e and ai = r^-1, so a·ai^e = 1 (mod n).
-            assert_eq!((&a * ai.modpow(&e, &n)) % &n, BigUint::from(1u32));
-            assert!(!seen.contains(&ai), "each pair draws a new r");
-            seen.push(ai);
+        let big = |b: &BigNum| BigUint::from_bytes_be(&b.to_be_bytes().unwrap());
+        let (n, e) = (big(key.n().unwrap()), big(key.e().unwrap()));
+        let radix = BigUint::from(1u8) << (key.bits().div_ceil(64) * 64);
+        let radix_inv = radix.modinv(&n).unwrap();
+        let limbs = |l: &[u64]| BigUint::from_bytes_le(&ct_limbs::to_le_bytes(l)) * &radix_inv % &n;
+        for count in [1, 2, BLINDING_BATCH] {
+            let pairs = new_blindings(key, &ctx, count).unwrap();
+            assert_eq!(pairs.len(), count);
+            let mut seen = Vec::new();
+            for (i, b) in pairs.iter().enumerate() {
+                let (a, ai) = (limbs(&b.a), limbs(&b.ai));
+                assert_eq!(ai.modpow(&e, &n) * a % &n, BigUint::from(1u8), "pair {i} of {count}");
+                assert!(!seen.contains(&ai), "pair {i} of {count} repeats r");
+                seen.push(ai);
+            }
         }
+    }
+
+    #[test]
+    fn invert_all_agrees_with_num_bigint() {
+        use num_bigint::BigUint;
+        let ctx = BnCtx::new().unwrap();
+        let n = BigNum::from_u64(1_000_003 * 999_983).unwrap();
+        let nums: Vec<BigNum> = [2u64, 3, 1_234_567, 999_999_999]
+            .iter()
+            .map(|&v| BigNum::from_u64(v).unwrap())
+            .collect();
+        let inv = invert_all(&nums, &n, &ctx).unwrap().unwrap();
+        let big = |b: &BigNum| BigUint::from_bytes_be(&b.to_be_bytes().unwrap());
+        for (x, xi) in nums.iter().zip(&inv) {
+            assert_eq!(big(xi), big(x).modinv(&big(&n)).unwrap());
+        }
+        // 1_000_003 shares a factor with n: no inverse for the set.
+        let with_factor = [BigNum::from_u64(5).unwrap(), BigNum::from_u64(1_000_003).unwrap()];
+        assert!(invert_all(&with_factor, &n, &ctx).unwrap().is_none());
     }
 
     #[test]
@@ -826,8 +888,9 @@ mod tests {
     }
 
     /// Blinding, seen from outside: every result equals an independent m^d mod n (num-bigint),
-    /// and the key's pool shows one pair that is taken and returned by each operation, squared
-    /// on reuse (uses 1, 2, …) and replaced by a fresh pair after `BLINDING_MAX_USES` uses. The
+    /// and the key's pool shows a batch of pairs, the one in use taken and returned by each
+    /// operation, squared on reuse (uses 1, 2, …) and replaced by the next fresh pair after
+    /// `BLINDING_MAX_USES` uses. The
     /// pair stays matched: with R the Montgomery radix, a = r^e·R and ai = r^-1·R mod n, so
     /// (ai·R^-1)^e · (a·R^-1) = 1 mod n.
     #[test]
@@ -847,13 +910,19 @@ mod tests {
             private_op(&key, &m, &mut out).result.unwrap();
             assert_eq!(out, oracle_private(&key, &m), "operation {i}: wrong result");
             let pool = key.blindings.lock().unwrap();
+            // A batch of fresh pairs, one fewer once each is used up; the one in use on top.
+            // The first pair serves as made (uses 0) and after each squaring (1 to MAX); the
+            // next ones come from the pool and are squared before their first use.
+            let max = BLINDING_MAX_USES as usize;
+            let exhausted = if (i as usize) <= max { 0 } else { 1 + (i as usize - max - 1) / max };
             assert_eq!(
                 pool.len(),
-                1,
+                BLINDING_BATCH - exhausted,
                 "operation {i}: the pair was not returned to the pool"
             );
+            let top = pool.last().unwrap();
             let limbs = |l: &[u64]| BigUint::from_bytes_le(&ct_limbs::to_le_bytes(l));
-            let (a, ai) = (limbs(&pool[0].a), limbs(&pool[0].ai));
+            let (a, ai) = (limbs(&top.a), limbs(&top.ai));
             let plain_a = &a * &radix_inv % &n;
             let plain_ai = &ai * &radix_inv % &n;
             assert_eq!(
@@ -863,12 +932,12 @@ mod tests {
             );
             assert_ne!(Some(&a), last_a.as_ref(), "operation {i}: pair not updated");
             last_a = Some(a);
-            uses_seen.push(pool[0].uses);
+            uses_seen.push(top.uses);
         }
-        // Fresh pair (0), reused and squared up to the limit, then a fresh one again.
+        // Fresh pair (0), reused and squared up to the limit, then the next of the batch.
         let want: Vec<u32> = (0..=BLINDING_MAX_USES)
-            .chain(0..=BLINDING_MAX_USES)
-            .chain(0..2)
+            .chain(1..=BLINDING_MAX_USES)
+            .chain(1..=3)
             .collect();
         assert_eq!(uses_seen, want, "uses per operation");
     }

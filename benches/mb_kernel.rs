@@ -469,7 +469,9 @@ impl<'a> KaeRuns<'a> {
     }
 
     fn one_call(&self) {
-        black_box(mb::mod_exp_prepared(self.engine, black_box(&self.lanes), self.exp_bits).unwrap());
+        black_box(
+            mb::mod_exp_prepared(self.engine, black_box(&self.lanes), self.exp_bits).unwrap(),
+        );
     }
 }
 
@@ -505,7 +507,14 @@ fn alternate(cases: &[Case], engine: Engine, peers: &mut [Option<crypto_mb::Crt>
     println!("OpenSSL: {}", openssl::version::version());
     println!(
         "{:<9} {:<12} {:>9} {:>12} {:>12} {:>9} {:>14} {:>10}",
-        "size", "engine", "OpenSSL", "kae 8req/2c", "kae 4req/1c", "cmb crt", "OpenSSL/kae", "kae/cmb"
+        "size",
+        "engine",
+        "OpenSSL",
+        "kae 8req/2c",
+        "kae 4req/1c",
+        "cmb crt",
+        "OpenSSL/kae",
+        "kae/cmb"
     );
     for (case, peer) in cases.iter().zip(peers.iter_mut()) {
         let kae = KaeRuns::new(case, engine);

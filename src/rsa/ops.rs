@@ -613,7 +613,11 @@ mod tests {
             let mut seen = Vec::new();
             for (i, b) in pairs.iter().enumerate() {
                 let (a, ai) = (limbs(&b.a), limbs(&b.ai));
-                assert_eq!(ai.modpow(&e, &n) * a % &n, BigUint::from(1u8), "pair {i} of {count}");
+                assert_eq!(
+                    ai.modpow(&e, &n) * a % &n,
+                    BigUint::from(1u8),
+                    "pair {i} of {count}"
+                );
                 assert!(!seen.contains(&ai), "pair {i} of {count} repeats r");
                 seen.push(ai);
             }
@@ -635,7 +639,10 @@ mod tests {
             assert_eq!(big(xi), big(x).modinv(&big(&n)).unwrap());
         }
         // 1_000_003 shares a factor with n: no inverse for the set.
-        let with_factor = [BigNum::from_u64(5).unwrap(), BigNum::from_u64(1_000_003).unwrap()];
+        let with_factor = [
+            BigNum::from_u64(5).unwrap(),
+            BigNum::from_u64(1_000_003).unwrap(),
+        ];
         assert!(invert_all(&with_factor, &n, &ctx).unwrap().is_none());
     }
 
@@ -914,7 +921,11 @@ mod tests {
             // The first pair serves as made (uses 0) and after each squaring (1 to MAX); the
             // next ones come from the pool and are squared before their first use.
             let max = BLINDING_MAX_USES as usize;
-            let exhausted = if (i as usize) <= max { 0 } else { 1 + (i as usize - max - 1) / max };
+            let exhausted = if (i as usize) <= max {
+                0
+            } else {
+                1 + (i as usize - max - 1) / max
+            };
             assert_eq!(
                 pool.len(),
                 BLINDING_BATCH - exhausted,

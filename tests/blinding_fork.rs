@@ -1,6 +1,6 @@
 //! Blinding pairs must not be replayed across fork(): a pair pooled in the parent would give
 //! the child the same sequence of blinding factors as the parent (both square the same r).
-//! The child must make a fresh pair, the parent keeps using its own.
+//! The child must make fresh pairs, the parent keeps using its own.
 //!
 //! Its own test binary with a single test (fork() in a process running other tests' threads
 //! would copy whatever locks they hold). The child reports through a pipe and leaves with
@@ -22,16 +22,14 @@ fn forked_child_makes_its_own_blinding_pair() {
     let m = message(key.size());
     let mut sig = vec![0u8; key.size()];
     private_op(&key, &m, &mut sig).result.unwrap();
-    assert_eq!(
-        key.blinding_pairs_made(),
-        1,
-        "the first operation makes a pair"
-    );
+    // Pairs are made in batches (one inversion for several): the first operation makes one.
+    let batch = key.blinding_pairs_made();
+    assert!(batch >= 1, "the first operation makes a pair");
     private_op(&key, &m, &mut sig).result.unwrap();
     assert_eq!(
         key.blinding_pairs_made(),
-        1,
-        "the second reuses the pooled pair"
+        batch,
+        "the second reuses a pooled pair"
     );
 
     let mut fds = [0 as libc::c_int; 2];
@@ -65,13 +63,14 @@ fn forked_child_makes_its_own_blinding_pair() {
     assert_eq!(got, 2, "the child must report");
     assert_eq!(report[0], 1, "the child's signature must be right");
     assert_eq!(
-        report[1], 2,
-        "the child must make a fresh blinding pair, not reuse the parent's"
+        u32::from(report[1]),
+        2 * batch,
+        "the child must make fresh blinding pairs, not reuse the parent's"
     );
 
     // The parent's own pair is still pooled and still used.
     private_op(&key, &m, &mut sig).result.unwrap();
-    assert_eq!(key.blinding_pairs_made(), 1);
+    assert_eq!(key.blinding_pairs_made(), batch);
     let mut back = vec![0u8; key.size()];
     public_op(&key, &sig, &mut back).unwrap();
     assert_eq!(back, m);

@@ -428,13 +428,15 @@ struct KaeRuns<'a> {
     lanes: Vec<PreparedLane<'a>>,
 }
 
+/// The case's p and q prepared once, as the backend keeps them per key.
+fn prepare(case: &Case, engine: Engine) -> Vec<mb::Prepared> {
+    mb::Prepared::many(engine, case.size, &[&case.p.modulus, &case.q.modulus])
+        .expect("mb::Prepared::many")
+}
+
 impl<'a> KaeRuns<'a> {
-    fn new(case: &'a Case, engine: Engine) -> KaeRuns<'a> {
-        let prepared: &'a [mb::Prepared] = Box::leak(
-            mb::Prepared::many(engine, case.size, &[&case.p.modulus, &case.q.modulus])
-                .expect("mb::Prepared::many")
-                .into_boxed_slice(),
-        );
+    /// `prepared`: [`prepare`]'s p and q of `case`.
+    fn new(case: &'a Case, prepared: &'a [mb::Prepared], engine: Engine) -> KaeRuns<'a> {
         let (pp, pq) = (&prepared[0], &prepared[1]);
         let runs = KaeRuns {
             engine,
@@ -517,7 +519,8 @@ fn alternate(cases: &[Case], engine: Engine, peers: &mut [Option<crypto_mb::Crt>
         "kae/cmb"
     );
     for (case, peer) in cases.iter().zip(peers.iter_mut()) {
-        let kae = KaeRuns::new(case, engine);
+        let prepared = prepare(case, engine);
+        let kae = KaeRuns::new(case, &prepared, engine);
         let mut out = vec![0u8; case.rsa.size() as usize];
         let mut cols: [Vec<f64>; 4] = Default::default();
         let (mut vs_openssl, mut vs_cmb) = (Vec::new(), Vec::new());
@@ -591,7 +594,8 @@ fn bench_case(c: &mut Criterion, case: &Case, engine: Engine, peer: Option<&mut 
         })
     });
 
-    let kae = KaeRuns::new(case, engine);
+    let prepared = prepare(case, engine);
+    let kae = KaeRuns::new(case, &prepared, engine);
 
     let id = id_two_calls(engine);
     g.throughput(Throughput::Elements(BATCH as u64));
@@ -830,24 +834,22 @@ fn main() {
         peers.push(peer.ok());
         cases.push(case);
     }
-    if let Some(rounds) = rounds.filter(|_| !list) {
-        alternate(&cases, engine, &mut peers, if test { 1 } else { rounds });
-        for note in peer_notes {
-            println!("{note}: no crypto_mb column");
+    match rounds {
+        Some(_) if list => return,
+        Some(rounds) => alternate(&cases, engine, &mut peers, if test { 1 } else { rounds }),
+        None => {
+            c.final_summary();
+            if list || profile {
+                return;
+            }
+            let source = if test {
+                Source::TestRuns
+            } else {
+                Source::Criterion(dir, start)
+            };
+            summary(&cases, engine, source, missing.as_deref());
         }
-        return;
     }
-    c.final_summary();
-
-    if list || profile {
-        return;
-    }
-    let source = if test {
-        Source::TestRuns
-    } else {
-        Source::Criterion(dir, start)
-    };
-    summary(&cases, engine, source, missing.as_deref());
     for note in peer_notes {
         println!("{note}: no crypto_mb column");
     }

@@ -118,17 +118,19 @@ fn invert_all(t: &[BigNum], n: &BigNum, ctx: &BnCtx) -> KaeResult<Option<Vec<Big
     if arith::mod_inverse(&mut inv, last, n, ctx).is_err() {
         return Ok(None);
     }
-    let mut out: Vec<Option<BigNum>> = (0..t.len()).map(|_| None).collect();
+    // Collected from the last to the first, then put in order.
+    let mut out = Vec::with_capacity(t.len());
     for i in (1..t.len()).rev() {
         let mut ti_inv = BigNum::new()?;
         arith::mod_mul(&mut ti_inv, &inv, &prefix[i - 1], n, ctx)?;
-        out[i] = Some(ti_inv);
+        out.push(ti_inv);
         let mut next = BigNum::new()?;
         arith::mod_mul(&mut next, &inv, &t[i], n, ctx)?;
         inv = next;
     }
-    out[0] = Some(inv);
-    Ok(Some(out.into_iter().flatten().collect()))
+    out.push(inv);
+    out.reverse();
+    Ok(Some(out))
 }
 
 /// A pooled pair of this process, updated by squaring, or a new one (made with
@@ -151,17 +153,19 @@ fn take_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
     }
     let mut fresh = new_blindings(key, ctx, BLINDING_BATCH)?;
     let first = fresh.pop().ok_or(KaeError::BignumFailure)?;
-    for b in fresh {
-        return_blinding(key, b);
-    }
+    pool_blindings(key, fresh);
     Ok(first)
 }
 
 fn return_blinding(key: &RsaKey, b: Blinding) {
+    pool_blindings(key, [b]);
+}
+
+/// Pools `pairs` under one lock, as many as the pool has room for (the rest are wiped).
+fn pool_blindings(key: &RsaKey, pairs: impl IntoIterator<Item = Blinding>) {
     if let Ok(mut v) = key.blindings.lock() {
-        if v.len() < BLINDING_POOL {
-            v.push(b);
-        }
+        let room = BLINDING_POOL.saturating_sub(v.len());
+        v.extend(pairs.into_iter().take(room));
     }
 }
 

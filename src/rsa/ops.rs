@@ -19,6 +19,8 @@ const BLINDING_MAX_USES: u32 = 32;
 const BLINDING_POOL: usize = 16;
 /// Blinding pairs made at a time: one inversion serves them all.
 const BLINDING_BATCH: usize = 8;
+/// Draws of r for one blinding pair before giving up (as OpenSSL).
+const BLINDING_TRIES: usize = 32;
 
 /// Converts the big-endian input to a number and checks it is below the modulus.
 fn input_below_modulus(key: &RsaKey, input: &[u8], secret: bool) -> KaeResult<BigNum> {
@@ -52,6 +54,10 @@ pub fn public_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
 /// operations a pair serves, constant-time or not, so it is shared (Montgomery's trick) and
 /// blinded: t = r·s·R^-1 mod n for a second uniform s is uniform and independent of r, so
 /// the t's and their products are public, and r^-1 = t^-1·s·R^-1.
+///
+/// When one of the 2·`count` draws shares a factor with n (a modulus with small factors, as
+/// an imported key may have), the batch has no inverse: then a single pair is made the way
+/// OpenSSL makes one, with at most `BLINDING_TRIES` draws.
 fn new_blindings(key: &RsaKey, ctx: &BnCtx, count: usize) -> KaeResult<Vec<Blinding>> {
     let n = key.n()?;
     let mont = key.mont()?;
@@ -59,42 +65,57 @@ fn new_blindings(key: &RsaKey, ctx: &BnCtx, count: usize) -> KaeResult<Vec<Blind
     let w = ln.width();
     let mut r = BigNum::new_secret()?;
     let mut s = BigNum::new_secret()?;
-    let (drawn, t_inv) = loop {
-        let mut drawn = Vec::with_capacity(count);
-        let mut t = Vec::with_capacity(count);
-        for _ in 0..count {
-            arith::priv_rand_range(&mut r, n, ctx)?;
-            arith::priv_rand_range(&mut s, n, ctx)?;
-            let (rl, sl) = (r.to_limbs(w)?, s.to_limbs(w)?);
-            let ti = ln.mont_mul(&rl, &sl);
-            ct_limbs::declassify_words(&ti);
-            t.push(BigNum::from_limbs(&ti, false)?);
-            drawn.push((rl, sl));
-        }
-        // A zero or non-invertible r or s leaves the product without inverse: draw again
-        // (negligible; no test of r's value in kae's code).
-        if let Some(t_inv) = invert_all(&t, n, ctx)? {
-            break (drawn, t_inv);
-        }
+    let mut drawn = Vec::with_capacity(count);
+    let mut t = Vec::with_capacity(count);
+    for _ in 0..count {
+        arith::priv_rand_range(&mut r, n, ctx)?;
+        arith::priv_rand_range(&mut s, n, ctx)?;
+        let (rl, sl) = (r.to_limbs(w)?, s.to_limbs(w)?);
+        let ti = ln.mont_mul(&rl, &sl);
+        ct_limbs::declassify_words(&ti);
+        t.push(BigNum::from_limbs(&ti, false)?);
+        drawn.push((rl, sl));
+    }
+    let inverses: Vec<(Limbs, Limbs)> = match invert_all(&t, n, ctx)? {
+        Some(t_inv) => drawn
+            .into_iter()
+            .zip(&t_inv)
+            .map(|((rl, sl), ti)| Ok((rl, ln.mont_mul(&ti.to_limbs(w)?, &sl))))
+            .collect::<KaeResult<_>>()?,
+        None => vec![one_blinding_inverse(n, w, ctx)?],
     };
     let e = key.e()?;
-    let mut pairs = Vec::with_capacity(count);
-    for ((rl, sl), ti) in drawn.iter().zip(&t_inv) {
-        let ri = ln.mont_mul(&ti.to_limbs(w)?, sl);
+    let mut pairs = Vec::with_capacity(inverses.len());
+    for (rl, ri) in &inverses {
         // r^e; the constant-time flag keeps libcrypto on its constant-time exponentiation.
         let r = BigNum::from_limbs(rl, true)?;
         let mut a = BigNum::new_secure_unflagged()?;
         arith::mod_exp_vartime(&mut a, &r, e, n, &mont.n, ctx)?;
         pairs.push(Blinding {
             a: ln.to_mont(&a.to_limbs(w)?),
-            ai: ln.to_mont(&ri),
+            ai: ln.to_mont(ri),
             uses: 0,
             pid: std::process::id(),
         });
     }
     key.blindings_made
-        .fetch_add(count as u32, std::sync::atomic::Ordering::Relaxed);
+        .fetch_add(pairs.len() as u32, std::sync::atomic::Ordering::Relaxed);
     Ok(pairs)
+}
+
+/// One (r, r^-1 mod n) by libcrypto's constant-time inversion of r, drawing r again when it
+/// has no inverse, at most `BLINDING_TRIES` times (OpenSSL's BN_BLINDING_create_param does
+/// the same; past that the modulus is not one a private key can have).
+fn one_blinding_inverse(n: &BigNum, w: usize, ctx: &BnCtx) -> KaeResult<(Limbs, Limbs)> {
+    let mut r = BigNum::new_secret()?;
+    let mut ri = BigNum::new_secret()?;
+    for _ in 0..BLINDING_TRIES {
+        arith::priv_rand_range(&mut r, n, ctx)?;
+        if arith::mod_inverse(&mut ri, &r, n, ctx).is_ok() {
+            return Ok((r.to_limbs(w)?, ri.to_limbs(w)?));
+        }
+    }
+    Err(KaeError::BignumFailure)
 }
 
 /// The inverses mod n of public numbers, with one inversion (Montgomery's trick); `None`
@@ -624,6 +645,34 @@ mod tests {
                 );
                 assert!(!seen.contains(&ai), "pair {i} of {count} repeats r");
                 seen.push(ai);
+            }
+        }
+    }
+
+    /// A modulus with small factors (an imported key may have one) leaves most batches of
+    /// 16 draws without an inverse: pairs still come, a single one, and match.
+    #[test]
+    fn blinding_pairs_for_a_modulus_with_small_factors() {
+        use num_bigint::BigUint;
+        let base = key1024();
+        let ctx = base.bn_ctx().unwrap();
+        let mut n = BigNum::new().unwrap();
+        let small = BigNum::from_u64(3 * 5 * 7 * 11 * 13 * 17 * 19 * 23 * 29 * 31).unwrap();
+        arith::mul(&mut n, base.n().unwrap(), &small, &ctx).unwrap();
+        let mut key = RsaKey::empty(KeyType::Rsa);
+        key.n = Some(n);
+        key.e = Some(BigNum::from_u64(65537).unwrap());
+        let big = |b: &BigNum| BigUint::from_bytes_be(&b.to_be_bytes().unwrap());
+        let (n, e) = (big(key.n().unwrap()), big(key.e().unwrap()));
+        let radix = BigUint::from(1u8) << (key.bits().div_ceil(64) * 64);
+        let radix_inv = radix.modinv(&n).unwrap();
+        let limbs = |l: &[u64]| BigUint::from_bytes_le(&ct_limbs::to_le_bytes(l)) * &radix_inv % &n;
+        for _ in 0..20 {
+            let pairs = new_blindings(&key, &ctx, BLINDING_BATCH).unwrap();
+            assert!(!pairs.is_empty());
+            for b in &pairs {
+                let (a, ai) = (limbs(&b.a), limbs(&b.ai));
+                assert_eq!(ai.modpow(&e, &n) * a % &n, BigUint::from(1u8));
             }
         }
     }

@@ -1,6 +1,7 @@
 //! The multi-buffer kernel (`kae::mb`) against num-bigint (the oracle) and OpenSSL's
 //! `BN_mod_exp`, on every size, with random and edge inputs, partial batches, lane
-//! independence and small public exponents; and its secret-taint check under valgrind.
+//! independence and small public exponents, each also by the public-exponent routine (the
+//! fault check's); and its secret-taint check under valgrind.
 //!
 //! Each case runs on the portable lanes and, where the CPU has AVX-512 IFMA, on the IFMA lanes
 //! too (which must also agree with the portable ones bit for bit). Without IFMA the IFMA half
@@ -82,6 +83,29 @@ fn check(size: Size, cases: &[Case], exp_bits: usize) -> Vec<BigUint> {
                 BigUint::from_bytes_be(&r.to_vec()),
                 got[i],
                 "OpenSSL, lane {i}"
+            );
+        }
+        // The public-exponent exponentiation (the fault check's) on the same lanes, moduli
+        // prepared once: the same results.
+        let moduli: Vec<&[u64]> = data.iter().map(|d| &d[0][..]).collect();
+        let prepared = mb::Prepared::many(engine, size, &moduli).unwrap();
+        let public_lanes: Vec<mb::PreparedLane> = data
+            .iter()
+            .zip(&prepared)
+            .map(|([_, b, e], p)| mb::PreparedLane {
+                modulus: p,
+                base: b,
+                exp: e,
+            })
+            .collect();
+        let public = mb::mod_exp_public(engine, &public_lanes, exp_bits).unwrap();
+        for (i, r) in public.iter().enumerate() {
+            let r = from_words(r.as_ref().unwrap());
+            assert_eq!(
+                r,
+                got[i],
+                "{} {size:?} public exponent, lane {i}",
+                engine.name()
             );
         }
         match &first {

@@ -414,7 +414,11 @@ mod tests {
         let me = std::thread::current().name().unwrap_or("?").to_string();
         assert_eq!(*seen.lock().unwrap(), vec![(4, me)]);
         for (t, w) in ws.iter().enumerate() {
-            let (res, out) = w.take().unwrap();
+            let crate::completion::Outcome {
+                result: res,
+                output: out,
+                ..
+            } = w.take().unwrap();
             assert!(res.is_ok());
             assert!(out.iter().all(|&b| b == t as u8));
         }
@@ -565,8 +569,7 @@ mod tests {
         }
         g.shutdown();
         assert!(w.is_done(), "drained by shutdown");
-        let (res, _) = w.take().unwrap();
-        assert_eq!(res, Err(KaeError::BackendFailure));
+        assert_eq!(w.take().unwrap().result, Err(KaeError::BackendFailure));
         assert_eq!(g.in_flight(), 0);
         let (r, _) = request(&k, 8);
         assert!(g.submit(r).is_err());

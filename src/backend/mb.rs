@@ -178,6 +178,16 @@ struct KeyLanes {
     q: mb::Prepared,
     dp: Limbs,
     dq: Limbs,
+    /// n and e for the fault check in lanes, when n fits a size class (RSA-2048 and
+    /// smaller); larger keys are checked by libcrypto in `finish_private`.
+    check: Option<CheckLanes>,
+}
+
+/// The public half: n prepared and e in n's class width.
+struct CheckLanes {
+    n: mb::Prepared,
+    e: Limbs,
+    e_bits: usize,
 }
 
 impl KeyLanes {
@@ -193,7 +203,26 @@ impl KeyLanes {
             q,
             dp: key.exps[0].to_limbs(w)?,
             dq: key.exps[1].to_limbs(w)?,
+            check: CheckLanes::make(engine, key)?,
         })
+    }
+}
+
+impl CheckLanes {
+    fn make(engine: Engine, key: &RsaKey) -> KaeResult<Option<CheckLanes>> {
+        let Some(size) = Size::for_bits(key.bits()) else {
+            return Ok(None);
+        };
+        let w = size.words();
+        let e = key.e()?;
+        let n = mb::Prepared::many(engine, size, &[&key.n()?.to_limbs(w)?])?
+            .pop()
+            .ok_or(KaeError::Internal)?;
+        Ok(Some(CheckLanes {
+            n,
+            e: e.to_limbs(w)?,
+            e_bits: ct_limbs::declassify_usize(e.num_bits()),
+        }))
     }
 }
 
@@ -236,8 +265,9 @@ fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Halves> {
     })
 }
 
-/// y = m2 + q·((m1 − m2)·qInv mod p) into the request's output (big-endian, key size).
-fn recombine_into(req: &mut Request, m1: &[u64], m2: &[u64]) -> KaeResult<()> {
+/// y = m2 + q·((m1 − m2)·qInv mod p) into the request's output (big-endian, key size);
+/// returns y.
+fn recombine_into(req: &mut Request, m1: &[u64], m2: &[u64]) -> KaeResult<Limbs> {
     let key = req.key.clone();
     let mont = key.mont()?;
     let crt = mont.crt.as_ref().ok_or(KaeError::MissingPrivateKey)?;
@@ -252,7 +282,7 @@ fn recombine_into(req: &mut Request, m1: &[u64], m2: &[u64]) -> KaeResult<()> {
         mont.ln.width(),
     );
     ct_limbs::write_be(&y, &mut req.output);
-    Ok(())
+    Ok(y)
 }
 
 impl Batcher {
@@ -293,6 +323,7 @@ impl Batcher {
     /// Runs the requests `idx` of one size class through the kernel, 8 lanes (4 requests) per
     /// call; a request whose preparation fails gets that error, the others go on.
     fn run_group(&self, batch: &mut [Request], size: Size, idx: &[usize]) {
+        let mut results: Vec<(usize, Arc<KeyLanes>, Limbs)> = Vec::with_capacity(idx.len());
         let mut ready: Vec<(usize, Halves)> = Vec::with_capacity(idx.len());
         for &i in idx {
             match halves(&batch[i], size, self.engine) {
@@ -323,11 +354,13 @@ impl Batcher {
                             v[0] ^= 1; // testing only: a wrong lane for the fault check to catch
                         }
                     }
-                    for (n, (i, _)) in chunk.iter().enumerate() {
+                    for (n, (i, h)) in chunk.iter().enumerate() {
                         let r = &mut batch[*i];
                         // A lane that failed (a broken key) fails its own request only.
                         r.result = match (&out[2 * n], &out[2 * n + 1]) {
-                            (Ok(m1), Ok(m2)) => recombine_into(r, m1, m2),
+                            (Ok(m1), Ok(m2)) => recombine_into(r, m1, m2).map(|y| {
+                                results.push((*i, h.key.clone(), y));
+                            }),
                             (Err(e), _) | (_, Err(e)) => Err(*e),
                         };
                     }
@@ -336,6 +369,52 @@ impl Batcher {
                     for (i, _) in chunk {
                         batch[*i].result = Err(e);
                     }
+                }
+            }
+        }
+        self.check_in_lanes(batch, results);
+    }
+
+    /// The fault check's exponentiation y^e mod n for the group's results, 8 per kernel call
+    /// (by n's size class), into each request's `check`; `finish_private` compares it with
+    /// the blinded input. A request left without one (n too large, a failed call) is checked
+    /// there by libcrypto.
+    fn check_in_lanes(&self, batch: &mut [Request], results: Vec<(usize, Arc<KeyLanes>, Limbs)>) {
+        let mut by_size: Vec<(Size, Vec<(usize, Arc<KeyLanes>, Limbs)>)> = Vec::new();
+        for (i, lanes, y) in results {
+            let Some(c) = &lanes.check else { continue };
+            let size = c.n.size();
+            let Ok(y) = padded(&y, size.words()) else {
+                continue;
+            };
+            match by_size.iter_mut().find(|(s, _)| *s == size) {
+                Some((_, v)) => v.push((i, lanes, y)),
+                None => by_size.push((size, vec![(i, lanes, y)])),
+            }
+        }
+        for (_, group) in by_size {
+            for chunk in group.chunks(mb::LANES) {
+                let mut lanes: Vec<PreparedLane> = Vec::with_capacity(chunk.len());
+                let mut e_bits = 0;
+                for (_, k, y) in chunk {
+                    let Some(c) = &k.check else { continue };
+                    e_bits = e_bits.max(c.e_bits);
+                    lanes.push(PreparedLane {
+                        modulus: &c.n,
+                        base: y,
+                        exp: &c.e,
+                    });
+                }
+                let Ok(out) = mb::mod_exp_public(self.engine, &lanes, e_bits) else {
+                    continue;
+                };
+                for ((i, _, _), check) in chunk.iter().zip(out) {
+                    let r = &mut batch[*i];
+                    let width = r.key.mont().map_or(0, |m| m.ln.width());
+                    r.check = check.ok().filter(|c| c.len() >= width).map(|mut c| {
+                        c.truncate(width);
+                        c
+                    });
                 }
             }
         }
@@ -361,6 +440,55 @@ mod tests {
         match usable_here(&MbConfig::default()) {
             Ok(e) => assert!(matches!(e, Engine::Ifma(_))),
             Err(why) => assert!(why.contains("IFMA"), "{why}"),
+        }
+    }
+
+    /// A batch hands back, beside each result y, y^e mod n computed in lanes: the request's
+    /// input when y is right (checked against num-bigint), not when a lane went wrong.
+    #[test]
+    fn a_batch_checks_its_results_in_lanes() {
+        use crate::completion::Waiter;
+        use num_bigint::BigUint;
+        let key = Arc::new(
+            crate::rsa::ops::generate(
+                crate::rsa::KeyType::Rsa,
+                1024,
+                &crate::ffi::bn::BigNum::from_u64(65537).unwrap(),
+            )
+            .unwrap(),
+        );
+        let n = BigUint::from_bytes_be(&key.n().unwrap().to_be_bytes().unwrap());
+        let d = BigUint::from_bytes_be(&key.d.as_ref().unwrap().to_be_bytes().unwrap());
+        for fault_lane in [None, Some(2)] {
+            let batcher = Batcher {
+                engine: Engine::Portable,
+                fault_lane,
+            };
+            let mut batch: Vec<Request> = (0..PER_CALL as u8)
+                .map(|t| {
+                    let mut x = vec![t.wrapping_mul(37).wrapping_add(5); key.size()];
+                    x[0] = 0; // below n
+                    Request::new(
+                        OpKind::ExponentiateBlinded,
+                        key.clone(),
+                        &x,
+                        Arc::new(Waiter::new(None)),
+                    )
+                })
+                .collect();
+            batcher.compute(&mut batch);
+            for (i, r) in batch.iter().enumerate() {
+                assert_eq!(r.result, Ok(()), "request {i}");
+                let x = BigUint::from_bytes_be(&r.input);
+                let right = BigUint::from_bytes_be(&r.output) == x.modpow(&d, &n);
+                let check = r.check.as_ref().expect("a check value from the lanes");
+                let input = crate::rsa::ops::limbs_from_be(&key, &r.input).unwrap();
+                let matches = ct_limbs::eq(check, &input) == 1;
+                // Lane 2 is request 1's p half.
+                let wronged = fault_lane == Some(2) && i == 1;
+                assert_eq!(right, !wronged, "request {i}, fault lane {fault_lane:?}");
+                assert_eq!(matches, right, "request {i}, fault lane {fault_lane:?}");
+            }
         }
     }
 

@@ -6,9 +6,10 @@ pub mod sleeper;
 pub mod waiter;
 
 pub use sleeper::Sleeper;
-pub use waiter::{Waiter, WaiterWake};
+pub use waiter::{Outcome, Waiter, WaiterWake};
 
 use crate::error::KaeResult;
+use crate::rsa::ct_limbs::Limbs;
 use crate::rsa::RsaKey;
 use std::sync::{Arc, Mutex};
 use zeroize::Zeroizing;
@@ -34,6 +35,10 @@ pub struct Request {
     pub input: Zeroizing<Vec<u8>>,
     pub output: Zeroizing<Vec<u8>>,
     pub result: KaeResult<()>,
+    /// y^e mod n of `output`, when the backend computed it with kae's own arithmetic (the
+    /// multi-buffer lanes): `finish_private` compares it with the blinded input instead of
+    /// exponentiating again. Never set from hardware results.
+    pub check: Option<Limbs>,
     pub waiter: Arc<Waiter>,
 }
 
@@ -46,8 +51,25 @@ impl Request {
             input: Zeroizing::new(input.to_vec()),
             output: Zeroizing::new(vec![0u8; k]),
             result: Err(crate::error::KaeError::OperationNotInitialized),
+            check: None,
             waiter,
         }
+    }
+
+    /// Hands the outcome to the request's waiter (which wakes whoever waits).
+    pub fn complete(self) {
+        let Request {
+            result,
+            output,
+            check,
+            waiter,
+            ..
+        } = self;
+        waiter.complete(Outcome {
+            result,
+            output,
+            check,
+        });
     }
 
     /// Size class used to group requests for multi-buffer batches (same modulus size).
@@ -76,13 +98,7 @@ impl Completer {
         }
         let freed = done.len();
         for r in done.drain(..) {
-            let Request {
-                result,
-                output,
-                waiter,
-                ..
-            } = r;
-            waiter.complete(result, output);
+            r.complete();
         }
         // One waiter per freed slot, oldest first: waking every waiter on each completion
         // made most of them find the queue full again (a thundering herd of retries).

@@ -11,6 +11,7 @@
 
 use crate::error::KaeResult;
 use crate::ffi::async_job::JobWake;
+use crate::rsa::ct_limbs::Limbs;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::thread::Thread;
@@ -32,7 +33,12 @@ impl WaiterWake {
     }
 }
 
-type Outcome = (KaeResult<()>, Zeroizing<Vec<u8>>);
+/// What a finished request hands back: see the fields of `Request` of the same names.
+pub struct Outcome {
+    pub result: KaeResult<()>,
+    pub output: Zeroizing<Vec<u8>>,
+    pub check: Option<Limbs>,
+}
 
 struct WakeState {
     wake: Option<WaiterWake>,
@@ -76,8 +82,8 @@ impl Waiter {
     }
 
     /// Stores the outcome, then wakes the waiter and releases the wake-up.
-    pub fn complete(&self, result: KaeResult<()>, output: Zeroizing<Vec<u8>>) {
-        *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((result, output));
+    pub fn complete(&self, outcome: Outcome) {
+        *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
         self.done.store(true, Ordering::Release);
         let w = self
             .wake
@@ -206,7 +212,11 @@ mod tests {
         w.clear_missed();
         w.set_wake(counting_wake(&FIRED));
         assert_eq!(FIRED.load(Ordering::SeqCst), 0);
-        w.complete(Ok(()), Zeroizing::new(vec![1]));
+        w.complete(Outcome {
+            result: Ok(()),
+            output: Zeroizing::new(vec![1]),
+            check: None,
+        });
         assert_eq!(
             FIRED.load(Ordering::SeqCst),
             1,

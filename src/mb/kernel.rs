@@ -459,6 +459,63 @@ fn exp_n<V: Lanes, const N: usize>(
     digits.zeroize();
 }
 
+/// out = base^exp mod m in every lane for a PUBLIC exponent (RSA's e, for the fault check):
+/// left-to-right binary, a multiplication only at the bits some lane has set, selected per
+/// lane by mask. Time depends on the exponents (public) and never on `base` or `m`. Same
+/// layout and conditions as [`exp_n`]; `exp_bits` is the longest exponent's length.
+#[inline(always)]
+fn exp_public_n<V: Lanes, const N: usize>(
+    m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &Interleaved,
+    base: &Interleaved,
+    exp: &Interleaved,
+    exp_bits: usize,
+    out: &mut Interleaved,
+) {
+    let md = modulus::<V, N>(m, k0);
+    let mut bufs = vec![[V::zero(); N]; 5];
+    let [acc, tmp, x, rr_v, one] = &mut bufs[..] else {
+        unreachable!("five buffers")
+    };
+    for (v, l) in rr_v.iter_mut().zip(rr) {
+        *v = V::from_array(*l);
+    }
+    for (v, l) in x.iter_mut().zip(base) {
+        *v = V::from_array(*l);
+    }
+    one[0] = V::splat(1);
+    // acc = one (R mod m), x = base·R mod m.
+    md.mul(rr_v, one, acc);
+    md.mul(x, rr_v, tmp);
+    *x = *tmp;
+    for bit in (0..exp_bits).rev() {
+        if bit + 1 < exp_bits {
+            md.sqr(acc, tmp);
+            *acc = *tmp;
+        }
+        let mut bits = [0u64; 8];
+        for (lane, b) in bits.iter_mut().enumerate() {
+            *b = window_bits(exp, lane, bit, 1);
+        }
+        if bits.iter().any(|&b| b == 1) {
+            let set = V::from_array(bits).eq_mask(V::splat(1));
+            md.mul(acc, x, tmp);
+            for (a, &t) in acc.iter_mut().zip(tmp.iter()) {
+                *a = select(set, t, *a);
+            }
+        }
+    }
+    md.mul(acc, one, tmp);
+    *acc = md.sub_if_ge(tmp);
+    for (o, v) in out.iter_mut().zip(acc.iter()) {
+        *o = v.to_array();
+    }
+    for buf in bufs.iter_mut() {
+        wipe(buf);
+    }
+}
+
 /// Calls `$f::<$V, N>($args)` for the limb count `$n` (one of `Size::limbs52`).
 macro_rules! by_limbs {
     ($n:expr, $f:ident::<$V:ty>($($arg:expr),*)) => {
@@ -503,6 +560,44 @@ pub(crate) fn exp_portable(
         m.len(),
         exp_n::<super::lanes::Portable>(m, k0, rr, base, exp, exp_bits, out)
     )
+}
+
+/// [`exp_public_n`] on the portable lanes.
+pub(crate) fn exp_public_portable(
+    m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &Interleaved,
+    base: &Interleaved,
+    exp: &Interleaved,
+    exp_bits: usize,
+    out: &mut Interleaved,
+) {
+    by_limbs!(
+        m.len(),
+        exp_public_n::<super::lanes::Portable>(m, k0, rr, base, exp, exp_bits, out)
+    )
+}
+
+/// [`exp_public_n`] on AVX-512 IFMA; the token proves the CPU has it.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn exp_public_ifma(
+    _: IfmaToken,
+    m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &Interleaved,
+    base: &Interleaved,
+    exp: &Interleaved,
+    exp_bits: usize,
+    out: &mut Interleaved,
+) {
+    // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
+    unsafe {
+        by_limbs!(
+            m.len(),
+            exp_public_ifma_n::<ifma::Ifma>(m, k0, rr, base, exp, exp_bits, out)
+        )
+    }
 }
 
 /// [`r_squared_n`] on AVX-512 IFMA; the token proves the CPU has it.
@@ -565,6 +660,23 @@ unsafe fn exp_ifma_n<V: Lanes, const N: usize>(
     out: &mut Interleaved,
 ) {
     exp_n::<V, N>(m, k0, rr, base, exp, exp_bits, out)
+}
+
+/// # Safety
+/// The CPU runs AVX-512F and AVX-512 IFMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline(never)]
+unsafe fn exp_public_ifma_n<V: Lanes, const N: usize>(
+    m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &Interleaved,
+    base: &Interleaved,
+    exp: &Interleaved,
+    exp_bits: usize,
+    out: &mut Interleaved,
+) {
+    exp_public_n::<V, N>(m, k0, rr, base, exp, exp_bits, out)
 }
 
 #[cfg(test)]

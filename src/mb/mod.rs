@@ -331,6 +331,35 @@ pub fn mod_exp_prepared(
     lanes: &[PreparedLane<'_>],
     exp_bits: usize,
 ) -> KaeResult<Vec<KaeResult<Limbs>>> {
+    run_prepared(engine, Exponent::Secret, lanes, exp_bits)
+}
+
+/// [`mod_exp_prepared`] for public exponents (RSA's e: the fault check), lanes' exponents of
+/// any length up to `exp_bits`: binary, one multiplication per bit that some lane has set,
+/// time depending on the exponents only. The moduli may be public too (RSA moduli n).
+pub fn mod_exp_public(
+    engine: Engine,
+    lanes: &[PreparedLane<'_>],
+    exp_bits: usize,
+) -> KaeResult<Vec<KaeResult<Limbs>>> {
+    run_prepared(engine, Exponent::Public, lanes, exp_bits)
+}
+
+/// Whose exponent a kernel call takes: which exponentiation runs.
+#[derive(Clone, Copy)]
+enum Exponent {
+    /// Fixed windows, full table scans: constant time in the exponent.
+    Secret,
+    /// Binary, skipping the bits no lane has set.
+    Public,
+}
+
+fn run_prepared(
+    engine: Engine,
+    kind: Exponent,
+    lanes: &[PreparedLane<'_>],
+    exp_bits: usize,
+) -> KaeResult<Vec<KaeResult<Limbs>>> {
     let Some(first) = lanes.first() else {
         return Err(KaeError::InvalidLength);
     };
@@ -346,7 +375,6 @@ pub fn mod_exp_prepared(
         }
     }
     let n = size.limbs52();
-    // Lanes past `lanes.len()` repeat lane 0.
     // Lanes past `lanes.len()` repeat lane 0 (as `interleave` does).
     let mut k0 = Zeroizing::new([0u64; LANES]);
     for (i, k) in k0.iter_mut().enumerate() {
@@ -372,12 +400,23 @@ pub fn mod_exp_prepared(
         exp_words.max(1),
     );
     let mut out = Zeroizing::new(vec![[0u64; LANES]; n]);
-    on_kernel_stack(|| match engine {
+    on_kernel_stack(|| match (engine, kind) {
         #[cfg(target_arch = "x86_64")]
-        Engine::Ifma(token) => kernel::exp_ifma(token, &m, &k0, &rr, &b, &e, exp_bits, &mut out),
+        (Engine::Ifma(token), Exponent::Secret) => {
+            kernel::exp_ifma(token, &m, &k0, &rr, &b, &e, exp_bits, &mut out)
+        }
+        #[cfg(target_arch = "x86_64")]
+        (Engine::Ifma(token), Exponent::Public) => {
+            kernel::exp_public_ifma(token, &m, &k0, &rr, &b, &e, exp_bits, &mut out)
+        }
         #[cfg(not(target_arch = "x86_64"))]
-        Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
-        Engine::Portable => kernel::exp_portable(&m, &k0, &rr, &b, &e, exp_bits, &mut out),
+        (Engine::Ifma(_), _) => unreachable!("no IFMA engine off x86_64"),
+        (Engine::Portable, Exponent::Secret) => {
+            kernel::exp_portable(&m, &k0, &rr, &b, &e, exp_bits, &mut out)
+        }
+        (Engine::Portable, Exponent::Public) => {
+            kernel::exp_public_portable(&m, &k0, &rr, &b, &e, exp_bits, &mut out)
+        }
     })
     .ok_or(KaeError::OutOfMemory)?;
     let mut results = Vec::with_capacity(lanes.len());

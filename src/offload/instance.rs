@@ -340,7 +340,7 @@ mod tests {
                             match current() {
                                 Some(pool) => {
                                     match run_blocking(&pool, OpKind::Public, &k, &m, &mut out) {
-                                        Ok(()) => {}
+                                        Ok(_) => {}
                                         Err(_) if pool.stopping() => {
                                             inline(OpKind::Public, &k, &m, &mut out).unwrap()
                                         }

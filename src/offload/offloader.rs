@@ -358,7 +358,7 @@ mod tests {
         assert!(
             waiters
                 .iter()
-                .any(|w| matches!(w.take(), Some((Err(_), _)))),
+                .any(|w| matches!(w.take(), Some(o) if o.result.is_err())),
             "queued requests fail at shutdown"
         );
         // A stopped offloader refuses new work instead of accepting it into the void.
@@ -419,7 +419,7 @@ mod tests {
                 w.done_within(HANG),
                 "request {i} never completed (a panic killed its worker?)"
             );
-            let (result, output) = w.take().unwrap();
+            let crate::completion::Outcome { result, output, .. } = w.take().unwrap();
             if m[1] == PANIC_MARK {
                 assert_eq!(result, Err(KaeError::Panic), "request {i}");
                 assert!(

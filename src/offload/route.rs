@@ -11,6 +11,7 @@ use crate::backend::SyncPolicy;
 use crate::completion::{OpKind, Request, Waiter};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
+use crate::rsa::ct_limbs::Limbs;
 use crate::rsa::RsaKey;
 use crate::settings::{AsyncMode, BackendKind};
 use crate::stats;
@@ -87,7 +88,7 @@ fn offload(
 ) -> KaeResult<()> {
     let wire = pool.wire_kind(kind);
     if wire != OpKind::ExponentiateBlinded {
-        let r = dispatch(pool, &how, kind, key, input, out);
+        let r = dispatch(pool, &how, kind, key, input, out).map(|_| ());
         if r.is_err() && pool.backend.blinds_on_caller() {
             // A hardware failure: the CPU answers instead.
             stats::note_fallback();
@@ -100,11 +101,11 @@ fn offload(
     let mut xb = zeroize::Zeroizing::new(vec![0u8; k]);
     crate::rsa::ct_limbs::write_be(job.blinded(), &mut xb);
     let mut y = zeroize::Zeroizing::new(vec![0u8; k]);
-    let y = match dispatch(pool, &how, wire, key, &xb, &mut y) {
-        Ok(()) => Some(crate::rsa::ops::limbs_from_be(key, &y)?),
+    let (y, check) = match dispatch(pool, &how, wire, key, &xb, &mut y) {
+        Ok(check) => (Some(crate::rsa::ops::limbs_from_be(key, &y)?), check),
         Err(_) => {
             stats::note_fallback();
-            None
+            (None, None)
         }
     };
     let path = if y.is_some() {
@@ -112,13 +113,14 @@ fn offload(
     } else {
         stats::Path::Inline
     };
-    let checked = crate::rsa::ops::finish_private(key, job, y, out);
+    let checked = crate::rsa::ops::finish_private(key, job, y, check, out);
     stats::note_crt_faults(checked.crt_faults);
     let r = checked.result;
     stats::record(kind, path, r.is_ok());
     r
 }
 
+/// Runs the request on the backend; returns the backend's check value (`Request::check`).
 fn dispatch(
     pool: &Offloader,
     how: &How<'_>,
@@ -126,7 +128,7 @@ fn dispatch(
     key: &Arc<RsaKey>,
     input: &[u8],
     out: &mut [u8],
-) -> KaeResult<()> {
+) -> KaeResult<Option<Limbs>> {
     match how {
         How::Job(job) => run_async(pool, job, kind, key, input, out),
         How::Block => {
@@ -150,7 +152,7 @@ fn dispatch(
             if kind != OpKind::ExponentiateBlinded {
                 stats::record(kind, stats::Path::Offload, true);
             }
-            Ok(())
+            Ok(req.check.take())
         }
     }
 }

@@ -4,9 +4,10 @@
 
 use super::inline::inline;
 use super::offloader::Offloader;
-use crate::completion::{OpKind, Request, Waiter, WaiterWake};
+use crate::completion::{OpKind, Outcome, Request, Waiter, WaiterWake};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
+use crate::rsa::ct_limbs::Limbs;
 use crate::rsa::RsaKey;
 use crate::stats;
 use std::sync::atomic::Ordering;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 /// wait on the thread instead.
 const MAX_SPURIOUS: u32 = 1000;
 
+/// Submits and pauses the job until done; returns the backend's check value (`Request::check`).
 pub(super) fn run_async(
     pool: &Offloader,
     job: &AsyncJob,
@@ -24,7 +26,7 @@ pub(super) fn run_async(
     key: &Arc<RsaKey>,
     input: &[u8],
     out: &mut [u8],
-) -> KaeResult<()> {
+) -> KaeResult<Option<Limbs>> {
     if out.len() != key.size() {
         return Err(KaeError::BufferTooSmall);
     }
@@ -42,7 +44,7 @@ pub(super) fn run_async(
             Err(back) => back,
         };
         if pool.stopping() {
-            return fall_back(pool, &waiter, registered, kind, key, input, out);
+            return fall_back(pool, &waiter, registered, kind, key, input, out).map(|()| None);
         }
         stats::note_queue_full();
         pool.wait_for_slot(&waiter);
@@ -52,7 +54,7 @@ pub(super) fn run_async(
             Err(back) => back,
         };
         if pool.stopping() {
-            return fall_back(pool, &waiter, registered, kind, key, input, out);
+            return fall_back(pool, &waiter, registered, kind, key, input, out).map(|()| None);
         }
         waiter.set_wake(WaiterWake::Job(job.wake()?));
         job.set_status(crate::ffi::sys::ASYNC_STATUS_EAGAIN);
@@ -85,17 +87,21 @@ pub(super) fn run_async(
             }
         }
     }
-    let (result, output) = waiter.take().ok_or(KaeError::Internal)?;
+    let Outcome {
+        result,
+        output,
+        check,
+    } = waiter.take().ok_or(KaeError::Internal)?;
     if result.is_err() && pool.stopping() {
         // Failed because the offloader shut down under it (queued requests are cancelled).
-        return fall_back(pool, &waiter, false, kind, key, input, out);
+        return fall_back(pool, &waiter, false, kind, key, input, out).map(|()| None);
     }
     if kind != OpKind::ExponentiateBlinded {
         stats::record(kind, stats::Path::Offload, result.is_ok());
     }
     result?;
     out.copy_from_slice(&output);
-    Ok(())
+    Ok(check)
 }
 
 /// The offloader is shutting down: compute on the caller's thread instead.
@@ -123,7 +129,7 @@ pub fn run_blocking(
     key: &Arc<RsaKey>,
     input: &[u8],
     out: &mut [u8],
-) -> KaeResult<()> {
+) -> KaeResult<Option<Limbs>> {
     let waiter = Arc::new(Waiter::new(Some(
         WaiterWake::Thread(std::thread::current()),
     )));
@@ -147,10 +153,14 @@ pub fn run_blocking(
     } else {
         waiter.block_until_done();
     }
-    let (result, output) = waiter.take().ok_or(KaeError::Internal)?;
+    let Outcome {
+        result,
+        output,
+        check,
+    } = waiter.take().ok_or(KaeError::Internal)?;
     result?;
     out.copy_from_slice(&output);
-    Ok(())
+    Ok(check)
 }
 
 #[cfg(test)]
@@ -244,13 +254,7 @@ mod tests {
                 return Err(req);
             }
             echo(&mut req);
-            let Request {
-                result,
-                output,
-                waiter,
-                ..
-            } = req;
-            waiter.complete(result, output);
+            req.complete();
             Ok(())
         }
         fn poll(&self, _out: &mut Vec<Request>, _max: usize) -> usize {
@@ -270,7 +274,7 @@ mod tests {
         Offloader::start_with(Box::new(b), Arc::new(Completer::new())).unwrap()
     }
 
-    type JobOutcome = Arc<Mutex<Option<(KaeResult<()>, Vec<u8>)>>>;
+    type JobOutcome = Arc<Mutex<Option<(KaeResult<Option<Limbs>>, Vec<u8>)>>>;
 
     /// A job that runs one private operation through `run_async` on `pool`.
     fn pool_job(
@@ -299,7 +303,7 @@ mod tests {
         let (mut job, outcome) = pool_job(&pool, 5);
         assert_eq!(job.step(), Step::Finished, "no pause was needed");
         let (r, out) = outcome.lock().unwrap().take().unwrap();
-        assert_eq!(r, Ok(()));
+        assert_eq!(r, Ok(None));
         assert_eq!(out, input(k.size(), 5));
         assert_eq!(
             job.fds(),
@@ -324,7 +328,7 @@ mod tests {
             "the retry after the resume succeeds"
         );
         let (r, out) = outcome.lock().unwrap().take().unwrap();
-        assert_eq!(r, Ok(()));
+        assert_eq!(r, Ok(None));
         assert_eq!(out, input(k.size(), 6));
     }
 }

@@ -305,11 +305,20 @@ impl Checked {
 /// Steps 3 and 4, always on the CPU whoever exponentiated: the fault check with e (in
 /// constant time; only its declassified outcome drives a branch), then unblinding and the
 /// fixed-length copy out. `y` is the backend's result, or `None` when the backend failed: the
-/// exponentiation is then redone on the CPU. A result that fails the check is recomputed
-/// without CRT (as OpenSSL does); if that fails too, nothing is released.
-pub fn finish_private(key: &RsaKey, job: PrivateJob, y: Option<Limbs>, out: &mut [u8]) -> Checked {
+/// exponentiation is then redone on the CPU. `check` is y^e mod n when kae's own arithmetic
+/// computed it beside y (the multi-buffer lanes, in a batch): compared with the blinded input
+/// here, it replaces the exponentiation by e. A result that fails the check is recomputed
+/// without CRT (as OpenSSL does) and checked by libcrypto; if that fails too, nothing is
+/// released.
+pub fn finish_private(
+    key: &RsaKey,
+    job: PrivateJob,
+    y: Option<Limbs>,
+    check: Option<Limbs>,
+    out: &mut [u8],
+) -> Checked {
     let mut crt_faults = 0;
-    let result = check_and_unblind(key, job, y, out, &mut crt_faults);
+    let result = check_and_unblind(key, job, y, check, out, &mut crt_faults);
     Checked { result, crt_faults }
 }
 
@@ -317,6 +326,7 @@ fn check_and_unblind(
     key: &RsaKey,
     job: PrivateJob,
     y: Option<Limbs>,
+    check: Option<Limbs>,
     out: &mut [u8],
     crt_faults: &mut u32,
 ) -> KaeResult<()> {
@@ -325,11 +335,16 @@ fn check_and_unblind(
     }
     let ctx = key.bn_ctx()?;
     let mont = key.mont()?;
-    let mut y = match y {
-        Some(y) if y.len() == mont.ln.width() => y,
-        _ => exponentiate_cpu(key, &job)?,
+    let width = mont.ln.width();
+    let (mut y, check) = match y {
+        Some(y) if y.len() == width => (y, check.filter(|c| c.len() == width)),
+        _ => (exponentiate_cpu(key, &job)?, None),
     };
-    if ct_limbs::declassify_u64(verify_limbs(key, &y, &job.xb, &ctx)?) != 1 {
+    let ok = match check {
+        Some(c) => ct_limbs::eq(&c, &job.xb),
+        None => verify_limbs(key, &y, &job.xb, &ctx)?,
+    };
+    if ct_limbs::declassify_u64(ok) != 1 {
         *crt_faults += 1;
         crate::logging::warn_rate_limited(
             "crt-fault",
@@ -365,7 +380,7 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> Checked {
         Err(e) => return Checked::failed(e),
     };
     match exponentiate_cpu(key, &job) {
-        Ok(y) => finish_private(key, job, Some(y), out),
+        Ok(y) => finish_private(key, job, Some(y), None, out),
         Err(e) => Checked::failed(e),
     }
 }
@@ -769,7 +784,7 @@ mod tests {
             drop(again);
             let y = backend(key, &job, width);
             let mut got = vec![0u8; key.size()];
-            let checked = finish_private(key, job, y, &mut got);
+            let checked = finish_private(key, job, y, None, &mut got);
             assert_eq!(checked.result, Ok(()), "{what}");
             assert_eq!(got, want, "{what}");
             assert_eq!(
@@ -777,6 +792,47 @@ mod tests {
                 u32::from(counted),
                 "{what}: the fault is reported"
             );
+        }
+        // With a check value beside y (y^e mod n, as the multi-buffer lanes compute it, here
+        // by num-bigint): a check that does not give back the blinded input is a fault, and the
+        // result is recomputed and released only when right.
+        use num_bigint::BigUint;
+        let big = |l: &[u64]| BigUint::from_bytes_le(&ct_limbs::to_le_bytes(l));
+        let (n, e) = (
+            BigUint::from_bytes_be(&key.n().unwrap().to_be_bytes().unwrap()),
+            BigUint::from_bytes_be(&key.e().unwrap().to_be_bytes().unwrap()),
+        );
+        let pow_e = |y: &[u64]| -> Limbs {
+            let mut v = big(y).modpow(&e, &n).to_u64_digits();
+            v.resize(width, 0);
+            zeroize::Zeroizing::new(v)
+        };
+        for (what, wrong_y, check_of, counted) in [
+            ("right y, its check", false, Some(false), false),
+            ("right y, a wrong check", false, Some(true), true),
+            ("wrong y, its check", true, Some(false), true),
+            ("right y, a check of the wrong width", false, None, false),
+        ] {
+            let job = prepare_private(key, &m, key.size()).unwrap();
+            let mut y = exponentiate_cpu(key, &job).unwrap();
+            if wrong_y {
+                y[1] ^= 4;
+            }
+            let check = match check_of {
+                Some(corrupt) => {
+                    let mut c = pow_e(&y);
+                    if corrupt {
+                        c[0] ^= 1;
+                    }
+                    c
+                }
+                None => zeroize::Zeroizing::new(vec![0u64; width + 1]),
+            };
+            let mut got = vec![0u8; key.size()];
+            let checked = finish_private(key, job, Some(y), Some(check), &mut got);
+            assert_eq!(checked.result, Ok(()), "{what}");
+            assert_eq!(got, want, "{what}");
+            assert_eq!(checked.crt_faults, u32::from(counted), "{what}");
         }
         // Size checks happen before any work.
         assert_eq!(

@@ -468,11 +468,19 @@ mod tests {
         let (g, _seen) = gather(8);
         let k = key();
         assert!(g.wants());
-        for t in 0..SOLO_FLUSHES {
-            let (r, w) = request(&k, t as u8);
+        // A flush forced while this thread was runnable (a loaded host) does not count as
+        // alone: lone requests go on until SOLO_FLUSHES of them did (a few more at most).
+        let mut lone = 0;
+        while g.shared.solo.load(Ordering::Relaxed) < SOLO_FLUSHES {
+            assert!(
+                lone < 10 * SOLO_FLUSHES,
+                "lone requests never counted as alone"
+            );
+            let (r, w) = request(&k, lone as u8);
             assert!(g.wants());
             assert!(g.submit(r).is_ok());
             assert!(w.done_within(Duration::from_secs(20)));
+            lone += 1;
         }
         // Solo now: most lone requests are refused, one in PROBE_EVERY is let through.
         let wanted = (0..PROBE_EVERY * 4).filter(|_| g.wants()).count();
@@ -509,14 +517,22 @@ mod tests {
         };
         let g = Gather::start("kae-test-few", shape, compute, Arc::new(Completer::new())).unwrap();
         let k = key();
-        // Pairs (two async jobs): each flush holds 2, fewer than the 3 worth a call.
-        for t in 0..SOLO_FLUSHES {
-            let (r1, w1) = request(&k, 2 * t as u8);
-            let (r2, w2) = request(&k, 2 * t as u8 + 1);
+        // Pairs (two async jobs): each flush holds 2, fewer than the 3 worth a call. The
+        // flusher is held while a pair arrives (a loaded host may pause this thread between
+        // the two submits); a flush forced while this thread was runnable does not count as
+        // alone, so pairs go on until SOLO_FLUSHES of them did (a few more at most).
+        let mut pairs = 0;
+        while g.shared.solo.load(Ordering::Relaxed) < SOLO_FLUSHES {
+            assert!(pairs < 10 * SOLO_FLUSHES, "pairs never counted as alone");
+            let (r1, w1) = request(&k, 2 * pairs as u8);
+            let (r2, w2) = request(&k, 2 * pairs as u8 + 1);
             assert!(g.wants());
+            g.shared.hold.store(true, Ordering::Release);
             assert!(g.submit(r1).is_ok() && g.submit(r2).is_ok());
+            g.shared.hold.store(false, Ordering::Release);
             assert!(w1.done_within(Duration::from_secs(20)));
             assert!(w2.done_within(Duration::from_secs(20)));
+            pairs += 1;
         }
         assert!(
             seen.lock().unwrap().iter().all(|&n| n == 2),

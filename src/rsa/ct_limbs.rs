@@ -231,10 +231,10 @@ impl Modulus {
         r
     }
 
-    /// x mod m for x of any (public) width, constant time. Up to two chunks of `width` limbs
-    /// (x = c0 + c1·R, e.g. an RSA input mod one prime): c0·(R mod m)·R⁻¹ + c1·(R² mod m)·R⁻¹,
-    /// two Montgomery products. Wider: Horner's rule over the chunks in the Montgomery domain
-    /// (acc·R² + chunk·R² per step, then one REDC).
+    /// x mod m for x of any (public) width, constant time. One chunk of `width` limbs:
+    /// x·(R mod m)·R⁻¹, one Montgomery product. Two (x = c0 + c1·R, e.g. an RSA input mod
+    /// one prime): c0·(R mod m)·R⁻¹ + c1·(R² mod m)·R⁻¹, two. Wider: Horner's rule over the
+    /// chunks in the Montgomery domain (acc·R² + chunk·R² per step, then one REDC).
     pub fn reduce(&self, x: &[u64]) -> Limbs {
         let w = self.width();
         let mut chunk: Limbs = Zeroizing::new(vec![0u64; w]);
@@ -243,6 +243,9 @@ impl Modulus {
             let lo = x.len().min(w);
             chunk[..lo].copy_from_slice(&x[..lo]);
             let mut acc = self.mont_mul(&chunk, &self.r1);
+            if x.len() <= w {
+                return acc;
+            }
             chunk.fill(0);
             chunk[..x.len() - lo].copy_from_slice(&x[lo..]);
             let high = self.mont_mul(&chunk, &self.rr);
@@ -454,7 +457,7 @@ mod tests {
                 assert_eq!(big(&p), (&a * &b * &rinv) % &m);
                 let s = md.mod_sub(&limbs(&a, w), &limbs(&b, w));
                 assert_eq!(big(&s), (&a + &m - &b) % &m);
-                // a value of any width: Horner above two chunks, two products up to two
+                // a value of any width: Horner above two chunks, two products for two, one for one
                 for xw in [3 * w + 1, 2 * w, w + 1, w, 1] {
                     let x = big(&(0..xw).map(|_| g.next()).collect::<Vec<_>>());
                     assert_eq!(big(&md.reduce(&limbs(&x, xw))), &x % &m, "{xw} limbs");

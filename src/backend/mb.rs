@@ -78,10 +78,11 @@ pub fn lane_size(key: &RsaKey) -> Option<Size> {
     if !key.has_crt() || key.primes.len() != 2 || key.exps.len() != 2 || key.coeffs.is_empty() {
         return None;
     }
-    // Prime sizes are public (the modulus size gives them away); declassified before use.
-    let bits = ct_limbs::declassify_usize(key.primes[0].num_bits())
-        .max(ct_limbs::declassify_usize(key.primes[1].num_bits()));
-    Size::for_bits(bits)
+    // The primes' word counts, kept with the key's Montgomery contexts (asked for each
+    // pending request at every submit): size classes are multiples of 64 bits, so words
+    // give the class that bits would.
+    let crt = key.mont().ok()?.crt.as_ref()?;
+    Size::for_bits(64 * crt.lp.width().max(crt.lq.width()))
 }
 
 /// What the workers compute with (fixed when the backend starts).

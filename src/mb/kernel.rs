@@ -147,11 +147,12 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     /// the limbs i.. of a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...), so a·a costs N(N+1) products
     /// instead of 2N². The reduction and q are unchanged, hence the result is `mul(a, a)`'s,
     /// bit for bit. Written out for N ≤ [`SQR_UNROLL_MAX`] (the row's start is a constant
-    /// there); larger N loop ([`Self::sqr_one_pass`]).
+    /// there). Larger N take `mul(a, a)`: its written-out rows beat this squaring's rows as
+    /// loops on Intel IFMA hardware (ARCHITECTURE.md, multi-buffer kernel).
     #[inline(always)]
     fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
         if N > SQR_UNROLL_MAX {
-            return self.sqr_one_pass(a, r);
+            return self.mul(a, a, r);
         }
         let m = &self.m;
         let d = doubled(a);
@@ -174,64 +175,6 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             acc[N - 1] = V::zero().madd52hi(t(N - 1), ai).madd52hi(m[N - 1], q);
             acc[0] = acc[0].add(carry);
         });
-        normalize(&mut acc);
-        *r = acc;
-    }
-
-    /// [`Self::sqr`] for accumulators that do not fit in registers, one pass per row as
-    /// [`Self::mul`]: the row's start is not a constant here, so the pass is split
-    /// where row i's terms begin (limb i: a_i, limb i+1: the low bits of 2·a_(i+1), limbs above
-    /// from `d` = 2a).
-    #[inline(always)]
-    fn sqr_one_pass(&self, a: &[V; N], r: &mut [V; N]) {
-        let m = &self.m;
-        let d = doubled(a);
-        let mut acc = [V::zero(); N];
-        for i in 0..N {
-            let ai = a[i];
-            let t = |j: usize| square_row_limb(a, &d, i, j);
-            let (q, carry) = self.q_and_carry(if i == 0 {
-                acc[0].madd52lo(ai, ai)
-            } else {
-                acc[0]
-            });
-            // Limbs below the row's start: the reduction's terms only.
-            // Each limb of m and d is loaded once per row: the one below is carried along.
-            let mut m_below = m[0];
-            for j in 1..i.max(1) {
-                let mj = m[j];
-                acc[j - 1] = acc[j].madd52lo(mj, q).madd52hi(m_below, q);
-                m_below = mj;
-            }
-            if i >= 1 {
-                acc[i - 1] = acc[i]
-                    .madd52lo(ai, ai)
-                    .madd52lo(m[i], q)
-                    .madd52hi(m[i - 1], q);
-            }
-            // Limbs i+1 and i+2 take a_i and the low double; above, d's limbs only.
-            for j in i + 1..(i + 3).min(N) {
-                acc[j - 1] = acc[j]
-                    .madd52lo(t(j), ai)
-                    .madd52hi(t(j - 1), ai)
-                    .madd52lo(m[j], q)
-                    .madd52hi(m[j - 1], q);
-            }
-            let start = (i + 3).min(N);
-            let (mut d_below, mut m_below) = (d[start - 1], m[start - 1]);
-            for j in start..N {
-                let (dj, mj) = (d[j], m[j]);
-                acc[j - 1] = acc[j]
-                    .madd52lo(dj, ai)
-                    .madd52hi(d_below, ai)
-                    .madd52lo(mj, q)
-                    .madd52hi(m_below, q);
-                d_below = dj;
-                m_below = mj;
-            }
-            acc[N - 1] = V::zero().madd52hi(t(N - 1), ai).madd52hi(m[N - 1], q);
-            acc[0] = acc[0].add(carry);
-        }
         normalize(&mut acc);
         *r = acc;
     }

@@ -258,7 +258,7 @@ fn changing_one_lane_never_changes_another() {
 const CHILD: &str = "KAE_MB_TAINT_CHILD";
 
 /// Runs under valgrind (started by the test below); not a test on its own. The moduli, bases
-/// and exponents are marked undefined: any branch, address or length that depends on them is
+/// and exponents are marked undefined (the public-exponent routine's exponents excepted): any branch, address or length that depends on them is
 /// a memcheck error. valgrind has no AVX-512, so this checks the portable instantiation of the
 /// generic kernel; the IFMA one runs the same code with instruction-for-lane operations that
 /// are themselves constant time.
@@ -302,6 +302,26 @@ fn taint_child() {
     for (r, (m, b, e)) in got.iter().zip(&cases) {
         mark_public_words(r);
         assert_eq!(from_words(r), b.modpow(e, m));
+    }
+    // The fault check's routine: moduli and bases secret (a blinded result), exponents public.
+    let public_e: Vec<Vec<u64>> = (0..8).map(|i| vec![[65537u64, 3, 17][i % 3]]).collect();
+    let moduli: Vec<&[u64]> = data.iter().map(|d| &d[0][..]).collect();
+    let prepared = mb::Prepared::many(Engine::Portable, size, &moduli).unwrap();
+    let public_lanes: Vec<mb::PreparedLane> = data
+        .iter()
+        .zip(&prepared)
+        .zip(&public_e)
+        .map(|(([_, b, _], p), e)| mb::PreparedLane {
+            modulus: p,
+            base: b,
+            exp: e,
+        })
+        .collect();
+    let got = mb::mod_exp_public(Engine::Portable, &public_lanes, 17).unwrap();
+    for ((r, (m, b, _)), e) in got.iter().zip(&cases).zip(&public_e) {
+        let r = r.as_ref().unwrap();
+        mark_public_words(r);
+        assert_eq!(from_words(r), b.modpow(&BigUint::from(e[0]), m));
     }
 }
 

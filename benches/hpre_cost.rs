@@ -128,8 +128,7 @@ fn keep_in_flight(
         std::thread::park_timeout(Duration::from_millis(5));
         for w in waiters.iter_mut() {
             if w.is_done() {
-                let (r, _) = w.take().unwrap();
-                r.unwrap();
+                w.take().unwrap().result.unwrap();
                 done += 1;
                 *w = Arc::new(Waiter::new(Some(WaiterWake::Thread(me.clone()))));
                 submit(w);

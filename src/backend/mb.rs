@@ -227,6 +227,9 @@ impl CheckLanes {
     }
 }
 
+/// A request of the batch with its result y: its index and its key's lanes.
+type Answered = (usize, Arc<KeyLanes>, Limbs);
+
 /// One request's CRT halves, ready as two lanes.
 struct Halves {
     key: Arc<KeyLanes>,
@@ -324,7 +327,7 @@ impl Batcher {
     /// Runs the requests `idx` of one size class through the kernel, 8 lanes (4 requests) per
     /// call; a request whose preparation fails gets that error, the others go on.
     fn run_group(&self, batch: &mut [Request], size: Size, idx: &[usize]) {
-        let mut results: Vec<(usize, Arc<KeyLanes>, Limbs)> = Vec::with_capacity(idx.len());
+        let mut results: Vec<Answered> = Vec::with_capacity(idx.len());
         let mut ready: Vec<(usize, Halves)> = Vec::with_capacity(idx.len());
         for &i in idx {
             match halves(&batch[i], size, self.engine) {
@@ -380,8 +383,8 @@ impl Batcher {
     /// (by n's size class), into each request's `check`; `finish_private` compares it with
     /// the blinded input. A request left without one (n too large, a failed call) is checked
     /// there by libcrypto.
-    fn check_in_lanes(&self, batch: &mut [Request], results: Vec<(usize, Arc<KeyLanes>, Limbs)>) {
-        let mut by_size: Vec<(Size, Vec<(usize, Arc<KeyLanes>, Limbs)>)> = Vec::new();
+    fn check_in_lanes(&self, batch: &mut [Request], results: Vec<Answered>) {
+        let mut by_size: Vec<(Size, Vec<Answered>)> = Vec::new();
         for (i, lanes, y) in results {
             let Some(c) = &lanes.check else { continue };
             let size = c.n.size();
@@ -395,21 +398,30 @@ impl Batcher {
         }
         for (_, group) in by_size {
             for chunk in group.chunks(mb::LANES) {
-                let mut lanes: Vec<PreparedLane> = Vec::with_capacity(chunk.len());
-                let mut e_bits = 0;
-                for (_, k, y) in chunk {
-                    let Some(c) = &k.check else { continue };
-                    e_bits = e_bits.max(c.e_bits);
-                    lanes.push(PreparedLane {
-                        modulus: &c.n,
-                        base: y,
-                        exp: &c.e,
-                    });
-                }
+                // Lane k is request chunk_idx[k]: made together, so they cannot drift apart.
+                let (chunk_idx, lanes): (Vec<usize>, Vec<PreparedLane>) = chunk
+                    .iter()
+                    .filter_map(|(i, k, y)| {
+                        let c = k.check.as_ref()?;
+                        Some((
+                            *i,
+                            PreparedLane {
+                                modulus: &c.n,
+                                base: y,
+                                exp: &c.e,
+                            },
+                        ))
+                    })
+                    .unzip();
+                let e_bits = chunk
+                    .iter()
+                    .filter_map(|(_, k, _)| k.check.as_ref().map(|c| c.e_bits))
+                    .max()
+                    .unwrap_or(0);
                 let Ok(out) = mb::mod_exp_public(self.engine, &lanes, e_bits) else {
                     continue;
                 };
-                for ((i, _, _), check) in chunk.iter().zip(out) {
+                for (i, check) in chunk_idx.iter().zip(out) {
                     let r = &mut batch[*i];
                     let width = r.key.mont().map_or(0, |m| m.ln.width());
                     r.check = check.ok().filter(|c| c.len() >= width).map(|mut c| {

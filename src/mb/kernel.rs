@@ -417,6 +417,8 @@ fn exp_public_n<V: Lanes, const N: usize>(
     out: &mut Interleaved,
 ) {
     let md = modulus::<V, N>(m, k0);
+    // On the heap, as in `exp_n`.
+    #[allow(clippy::useless_vec)]
     let mut bufs = vec![[V::zero(); N]; 5];
     let [acc, tmp, x, rr_v, one] = &mut bufs[..] else {
         unreachable!("five buffers")
@@ -441,7 +443,7 @@ fn exp_public_n<V: Lanes, const N: usize>(
         for (lane, b) in bits.iter_mut().enumerate() {
             *b = window_bits(exp, lane, bit, 1);
         }
-        if bits.iter().any(|&b| b == 1) {
+        if bits.contains(&1) {
             let set = V::from_array(bits).eq_mask(V::splat(1));
             md.mul(acc, x, tmp);
             for (a, &t) in acc.iter_mut().zip(tmp.iter()) {
@@ -456,6 +458,35 @@ fn exp_public_n<V: Lanes, const N: usize>(
     }
     for buf in bufs.iter_mut() {
         wipe(buf);
+    }
+}
+
+/// Whose exponent a kernel call takes: which exponentiation runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exponent {
+    /// A private exponent: fixed windows, full table scans ([`exp_n`]).
+    Secret,
+    /// A public one (RSA's e, the fault check): binary, skipping the bits no lane has set
+    /// ([`exp_public_n`]).
+    Public,
+}
+
+/// [`exp_n`] or [`exp_public_n`], as `kind` says.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn exp_kind_n<V: Lanes, const N: usize>(
+    kind: Exponent,
+    m: &Interleaved,
+    k0: &[u64; 8],
+    rr: &Interleaved,
+    base: &Interleaved,
+    exp: &Interleaved,
+    exp_bits: usize,
+    out: &mut Interleaved,
+) {
+    match kind {
+        Exponent::Secret => exp_n::<V, N>(m, k0, rr, base, exp, exp_bits, out),
+        Exponent::Public => exp_public_n::<V, N>(m, k0, rr, base, exp, exp_bits, out),
     }
 }
 
@@ -489,43 +520,10 @@ pub(crate) fn r_squared_portable(m: &Interleaved, k0: &[u64; 8], rr: &mut Interl
     by_limbs!(m.len(), r_squared_n::<super::lanes::Portable>(m, k0, rr))
 }
 
-/// [`exp_n`] on the portable lanes.
-pub(crate) fn exp_portable(
-    m: &Interleaved,
-    k0: &[u64; 8],
-    rr: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
-    by_limbs!(
-        m.len(),
-        exp_n::<super::lanes::Portable>(m, k0, rr, base, exp, exp_bits, out)
-    )
-}
-
-/// [`exp_public_n`] on the portable lanes.
-pub(crate) fn exp_public_portable(
-    m: &Interleaved,
-    k0: &[u64; 8],
-    rr: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
-    by_limbs!(
-        m.len(),
-        exp_public_n::<super::lanes::Portable>(m, k0, rr, base, exp, exp_bits, out)
-    )
-}
-
-/// [`exp_public_n`] on AVX-512 IFMA; the token proves the CPU has it.
-#[cfg(target_arch = "x86_64")]
+/// [`exp_n`] or [`exp_public_n`] on the portable lanes.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn exp_public_ifma(
-    _: IfmaToken,
+pub(crate) fn exp_portable(
+    kind: Exponent,
     m: &Interleaved,
     k0: &[u64; 8],
     rr: &Interleaved,
@@ -534,13 +532,10 @@ pub(crate) fn exp_public_ifma(
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
-    unsafe {
-        by_limbs!(
-            m.len(),
-            exp_public_ifma_n::<ifma::Ifma>(m, k0, rr, base, exp, exp_bits, out)
-        )
-    }
+    by_limbs!(
+        m.len(),
+        exp_kind_n::<super::lanes::Portable>(kind, m, k0, rr, base, exp, exp_bits, out)
+    )
 }
 
 /// [`r_squared_n`] on AVX-512 IFMA; the token proves the CPU has it.
@@ -550,11 +545,12 @@ pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &
     unsafe { by_limbs!(m.len(), r_squared_ifma_n::<ifma::Ifma>(m, k0, rr)) }
 }
 
-/// [`exp_n`] on AVX-512 IFMA; the token proves the CPU has it.
+/// [`exp_n`] or [`exp_public_n`] on AVX-512 IFMA; the token proves the CPU has it.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn exp_ifma(
     _: IfmaToken,
+    kind: Exponent,
     m: &Interleaved,
     k0: &[u64; 8],
     rr: &Interleaved,
@@ -567,7 +563,7 @@ pub(crate) fn exp_ifma(
     unsafe {
         by_limbs!(
             m.len(),
-            exp_ifma_n::<ifma::Ifma>(m, k0, rr, base, exp, exp_bits, out)
+            exp_ifma_n::<ifma::Ifma>(kind, m, k0, rr, base, exp, exp_bits, out)
         )
     }
 }
@@ -593,7 +589,9 @@ unsafe fn r_squared_ifma_n<V: Lanes, const N: usize>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn exp_ifma_n<V: Lanes, const N: usize>(
+    kind: Exponent,
     m: &Interleaved,
     k0: &[u64; 8],
     rr: &Interleaved,
@@ -602,24 +600,7 @@ unsafe fn exp_ifma_n<V: Lanes, const N: usize>(
     exp_bits: usize,
     out: &mut Interleaved,
 ) {
-    exp_n::<V, N>(m, k0, rr, base, exp, exp_bits, out)
-}
-
-/// # Safety
-/// The CPU runs AVX-512F and AVX-512 IFMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512ifma")]
-#[inline(never)]
-unsafe fn exp_public_ifma_n<V: Lanes, const N: usize>(
-    m: &Interleaved,
-    k0: &[u64; 8],
-    rr: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
-    exp_public_n::<V, N>(m, k0, rr, base, exp, exp_bits, out)
+    exp_kind_n::<V, N>(kind, m, k0, rr, base, exp, exp_bits, out)
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ pub mod cpu;
 pub(crate) mod kernel;
 pub(crate) mod lanes;
 
+use kernel::Exponent;
+
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::stack::on_kernel_stack;
 use crate::rsa::ct_limbs::{self, Limbs};
@@ -181,7 +183,17 @@ pub unsafe fn exp_ifma_interleaved(
     // and AVX-512 IFMA instructions.
     let token = unsafe { IfmaToken::assume() };
     kernel::r_squared_ifma(token, m, &k0, &mut rr);
-    kernel::exp_ifma(token, m, &k0, &rr, base, exp, exp_bits, out)
+    kernel::exp_ifma(
+        token,
+        Exponent::Secret,
+        m,
+        &k0,
+        &rr,
+        base,
+        exp,
+        exp_bits,
+        out,
+    )
 }
 
 /// Not API: the portable twin of [`exp_ifma_interleaved`] (same layout and conditions).
@@ -197,7 +209,7 @@ pub fn exp_portable_interleaved(
     let k0 = kernel::neg_inv52_lanes(m);
     let mut rr = vec![[0u64; LANES]; m.len()];
     kernel::r_squared_portable(m, &k0, &mut rr);
-    kernel::exp_portable(m, &k0, &rr, base, exp, exp_bits, out)
+    kernel::exp_portable(Exponent::Secret, m, &k0, &rr, base, exp, exp_bits, out)
 }
 
 /// `base^exp mod modulus` for each lane, fully reduced, as `size.words()` words each.
@@ -345,15 +357,6 @@ pub fn mod_exp_public(
     run_prepared(engine, Exponent::Public, lanes, exp_bits)
 }
 
-/// Whose exponent a kernel call takes: which exponentiation runs.
-#[derive(Clone, Copy)]
-enum Exponent {
-    /// Fixed windows, full table scans: constant time in the exponent.
-    Secret,
-    /// Binary, skipping the bits no lane has set.
-    Public,
-}
-
 fn run_prepared(
     engine: Engine,
     kind: Exponent,
@@ -400,23 +403,14 @@ fn run_prepared(
         exp_words.max(1),
     );
     let mut out = Zeroizing::new(vec![[0u64; LANES]; n]);
-    on_kernel_stack(|| match (engine, kind) {
+    on_kernel_stack(|| match engine {
         #[cfg(target_arch = "x86_64")]
-        (Engine::Ifma(token), Exponent::Secret) => {
-            kernel::exp_ifma(token, &m, &k0, &rr, &b, &e, exp_bits, &mut out)
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Engine::Ifma(token), Exponent::Public) => {
-            kernel::exp_public_ifma(token, &m, &k0, &rr, &b, &e, exp_bits, &mut out)
+        Engine::Ifma(token) => {
+            kernel::exp_ifma(token, kind, &m, &k0, &rr, &b, &e, exp_bits, &mut out)
         }
         #[cfg(not(target_arch = "x86_64"))]
-        (Engine::Ifma(_), _) => unreachable!("no IFMA engine off x86_64"),
-        (Engine::Portable, Exponent::Secret) => {
-            kernel::exp_portable(&m, &k0, &rr, &b, &e, exp_bits, &mut out)
-        }
-        (Engine::Portable, Exponent::Public) => {
-            kernel::exp_public_portable(&m, &k0, &rr, &b, &e, exp_bits, &mut out)
-        }
+        Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
+        Engine::Portable => kernel::exp_portable(kind, &m, &k0, &rr, &b, &e, exp_bits, &mut out),
     })
     .ok_or(KaeError::OutOfMemory)?;
     let mut results = Vec::with_capacity(lanes.len());

@@ -12,6 +12,8 @@
 //! lane count and `exp_bits` (public) shape loops and indices.
 
 pub mod cpu;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod mont1;
 pub(crate) mod kernel;
 pub(crate) mod lanes;
 

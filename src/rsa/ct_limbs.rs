@@ -130,6 +130,9 @@ pub struct Modulus {
     rr: Limbs,
     /// R mod m.
     r1: Limbs,
+    /// The same product on AVX-512 IFMA, where the CPU has it (same R, same results).
+    #[cfg(target_arch = "x86_64")]
+    ifma: Option<crate::mb::mont1::Prepared>,
 }
 
 impl Modulus {
@@ -156,7 +159,28 @@ impl Modulus {
             t.copy_from_slice(&rr);
             mod_add_assign(&mut rr, &t, &m);
         }
-        Modulus { m, n0, rr, r1 }
+        #[cfg(target_arch = "x86_64")]
+        let ifma = crate::mb::cpu::IfmaToken::detect()
+            .and_then(|token| crate::mb::mont1::Prepared::new(token, &m, n0));
+        Modulus {
+            m,
+            n0,
+            rr,
+            r1,
+            #[cfg(target_arch = "x86_64")]
+            ifma,
+        }
+    }
+
+    /// The portable product only: the reference the IFMA one is tested and timed against
+    /// (`benches/ct_limbs.rs`).
+    #[doc(hidden)]
+    pub fn without_ifma(mut self) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.ifma = None;
+        }
+        self
     }
 
     pub fn width(&self) -> usize {
@@ -168,13 +192,10 @@ impl Modulus {
     }
 
     /// Montgomery product a·b·R⁻¹ mod m. Needs a < R and b < m (so a·b < m·R); the result
-    /// is fully reduced. Product scanning with the reduction interleaved (column by column:
-    /// the products a_j·b_(i−j) and q_j·m_(i−j) of column i into a 192-bit accumulator, q_i
-    /// chosen so column i < w vanishes): the additions chain through the accumulator, not
-    /// through each multiplication's carry, about twice as fast as operand scanning.
+    /// is fully reduced. On AVX-512 IFMA the product runs in `mb::mont1` (same R, same
+    /// result), elsewhere in [`Self::product`].
     pub fn mont_mul(&self, a: &[u64], b: &[u64]) -> Limbs {
         let w = self.width();
-        let m = &self.m[..];
         // Working limbs (a padded, q, t) in one buffer, on the stack up to 4096-bit moduli:
         // no allocation per product. Wiped before returning.
         let mut on_stack = [0u64; MONT_STACK_LIMBS];
@@ -190,7 +211,41 @@ impl Modulus {
         // Missing limbs of a (a public length) read as zero.
         let n = a.len().min(w);
         a_full[..n].copy_from_slice(&a[..n]);
-        let (a, b) = (&a_full[..], &b[..w]);
+        let b = &b[..w];
+        #[cfg(target_arch = "x86_64")]
+        let done = match &self.ifma {
+            Some(p) => {
+                p.product(a_full, b, t);
+                true
+            }
+            None => false,
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = false;
+        if !done {
+            self.product(a_full, b, q, t);
+        }
+        // t < 2m: subtract m once when t ≥ m.
+        let m = &self.m[..];
+        let mut r: Limbs = Zeroizing::new(vec![0u64; w]);
+        let borrow = sub_into(&mut r, &t[..w], m);
+        // keep the difference when there was no borrow or when t had a limb above w
+        let keep = mask((borrow ^ 1) | t[w]);
+        for (ri, &ti) in r.iter_mut().zip(t.iter()) {
+            *ri = select(keep, *ri, ti);
+        }
+        buf.zeroize();
+        r
+    }
+
+    /// t = a·b·R⁻¹ + (0 or m), below 2m, in w + 1 limbs; `q` is w limbs of scratch. Product
+    /// scanning with the reduction interleaved (column by column: the products a_j·b_(i−j)
+    /// and q_j·m_(i−j) of column i into a 192-bit accumulator, q_i chosen so column i < w
+    /// vanishes): the additions chain through the accumulator, not through each
+    /// multiplication's carry, about twice as fast as operand scanning.
+    fn product(&self, a: &[u64], b: &[u64], q: &mut [u64], t: &mut [u64]) {
+        let w = self.width();
+        let m = &self.m[..];
         let mut acc = Acc::default();
         for i in 0..w {
             // Column i: a_j·b_(i−j) for j ≤ i, q_j·m_(i−j) for j < i.
@@ -219,16 +274,6 @@ impl Modulus {
         }
         t[w - 1] = acc.low();
         t[w] = acc.shifted_low();
-        // t < 2m: subtract m once when t ≥ m.
-        let mut r: Limbs = Zeroizing::new(vec![0u64; w]);
-        let borrow = sub_into(&mut r, &t[..w], m);
-        // keep the difference when there was no borrow or when t had a limb above w
-        let keep = mask((borrow ^ 1) | t[w]);
-        for (ri, &ti) in r.iter_mut().zip(t.iter()) {
-            *ri = select(keep, *ri, ti);
-        }
-        buf.zeroize();
-        r
     }
 
     /// x mod m for x of any (public) width, constant time. One chunk of `width` limbs:
@@ -483,6 +528,46 @@ mod tests {
             assert_eq!(big(&md.reduce(&limbs(&m, w))), BigUint::from(0u8));
             assert_eq!(big(&md.reduce(&limbs(&m1, w))), m1);
             assert_eq!(big(&md.reduce(&vec![0u64; 2 * w])), BigUint::from(0u8));
+        }
+    }
+
+    #[test]
+    fn ifma_product_matches_the_portable_one_and_the_oracle() {
+        #[cfg(target_arch = "x86_64")]
+        let has_ifma = crate::mb::cpu::IfmaToken::detect().is_some();
+        #[cfg(not(target_arch = "x86_64"))]
+        let has_ifma = false;
+        if !has_ifma {
+            eprintln!("skipped: this CPU has no AVX-512 IFMA (scripts/ifma-emulate.sh runs it)");
+            return;
+        }
+        let mut g = Rng(0x5eed_0f_1f4a);
+        for w in 1usize..=64 {
+            // a full-width modulus, one with its top word small, and one below 2^64·(w−1)+1
+            let full = g.odd(w);
+            let small_top = (&full >> 40u32) | BigUint::from(1u8);
+            for m in [full, small_top] {
+                let fast = modulus(&m, w);
+                assert!(fast.ifma.is_some(), "width {w} takes the IFMA product");
+                let slow = modulus(&m, w).without_ifma();
+                let r = BigUint::from(1u8) << (64 * w);
+                let rinv = r.modinv(&m).unwrap();
+                let m1 = &m - 1u8;
+                let mut cases: Vec<(BigUint, BigUint)> = (0..12)
+                    .map(|_| (g.below(&m, w), g.below(&m, w)))
+                    .collect();
+                cases.push((&r - 1u8, m1.clone()));
+                cases.push((m1.clone(), m1.clone()));
+                cases.push((BigUint::from(0u8), m1.clone()));
+                cases.push((BigUint::from(1u8), BigUint::from(1u8)));
+                cases.push((&r - 1u8, BigUint::from(0u8)));
+                for (a, b) in cases {
+                    let (al, bl) = (limbs(&a, w), limbs(&b, w));
+                    let p = fast.mont_mul(&al, &bl);
+                    assert_eq!(big(&p), (&a * &b * &rinv) % &m, "width {w}");
+                    assert_eq!(p, slow.mont_mul(&al, &bl), "width {w}");
+                }
+            }
         }
     }
 

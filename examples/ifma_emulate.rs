@@ -47,6 +47,82 @@ pub unsafe extern "C" fn kae_ifma_emulate_entry(
     0
 }
 
+/// One single-number Montgomery product (`mb::mont1`, the IFMA path of `ct_limbs`):
+/// `t` (words + 1 words) = a·b·2^(−64·words) + (0 or m), for `m`, `a`, `b` of `words` words and
+/// n0 = −m⁻¹ mod 2^64. Returns 0, or 1 when the width is not supported.
+///
+/// # Safety
+/// Valid buffers of those sizes; the (possibly emulated) CPU has AVX-512F and IFMA; m is odd,
+/// a < 2^(64·words), b < m.
+#[no_mangle]
+#[inline(never)]
+pub unsafe extern "C" fn kae_ifma_emulate_mont1(
+    m: *const u64,
+    a: *const u64,
+    b: *const u64,
+    n0: u64,
+    t: *mut u64,
+    words: usize,
+) -> u64 {
+    // SAFETY: the caller's promise.
+    unsafe {
+        let m = std::slice::from_raw_parts(m, words);
+        let a = std::slice::from_raw_parts(a, words);
+        let b = std::slice::from_raw_parts(b, words);
+        let t = std::slice::from_raw_parts_mut(t, words + 1);
+        u64::from(!mb::mont1_product_assumed(m, n0, a, b, t))
+    }
+}
+
+/// Widths (64-bit words) of the single-number product cases: every r = 64w mod 52 class
+/// the RSA sizes use, the smallest and the largest.
+const MONT1_WORDS: [usize; 11] = [1, 2, 7, 13, 16, 24, 26, 32, 48, 63, 64];
+
+/// Products per width: random ones and the edges (a = 2^(64w) − 1, b = m − 1; a = b = m − 1).
+const MONT1_PER_WIDTH: usize = 6;
+
+/// One product case: m, n0, a, b and the expected t, as the words the entry reads and writes.
+fn mont1_case(g: &mut Xs, w: usize, i: usize) -> Vec<u64> {
+    let bits = 64 * w;
+    let m = if i % 2 == 1 {
+        g.odd_modulus(bits - 7)
+    } else {
+        g.odd_modulus(bits)
+    };
+    let r = BigUint::from(1u8) << bits;
+    let (a, b) = match i {
+        4 => (&r - 1u8, &m - 1u8),
+        5 => (&m - 1u8, &m - 1u8),
+        _ => (g.below_bits(bits), g.below_bits(bits) % &m),
+    };
+    // t = (a·b + Q·m)/R with Q = −a·b·m⁻¹ mod R: the one Q < R both products use.
+    let minv = m.modinv(&r).expect("odd modulus");
+    let q = (&r - (&a * &b * &minv) % &r) % &r;
+    let t = (&a * &b + &q * &m) >> bits;
+    let two64 = BigUint::from(1u8) << 64;
+    let n0 = limbs_of(&((&two64 - (&minv % &two64)) % &two64), 64, 1)[0];
+    let mut v = limbs_of(&m, 64, w);
+    v.push(n0);
+    v.extend(limbs_of(&a, 64, w));
+    v.extend(limbs_of(&b, 64, w));
+    v.extend(limbs_of(&t, 64, w + 1));
+    v
+}
+
+/// Runs [`kae_ifma_emulate_mont1`] on one case's words; true when t is the expected one.
+fn mont1_native(w: usize, case: &[u64]) -> bool {
+    let (m, rest) = case.split_at(w);
+    let (n0, rest) = rest.split_at(1);
+    let (a, rest) = rest.split_at(w);
+    let (b, want) = rest.split_at(w);
+    let mut t = vec![0u64; w + 1];
+    // SAFETY: buffers of the documented sizes; the caller checked ifma_available().
+    let rc = unsafe {
+        kae_ifma_emulate_mont1(m.as_ptr(), a.as_ptr(), b.as_ptr(), n0[0], t.as_mut_ptr(), w)
+    };
+    rc == 0 && t == want
+}
+
 struct Xs(u64);
 impl Xs {
     fn next(&mut self) -> u64 {
@@ -233,6 +309,23 @@ fn write(dir: &Path, seed: u64) -> Result<(), String> {
             "file": file,
         }));
     }
+    let mut g = Xs(seed ^ 0x006d_6f6e_7431);
+    for w in MONT1_WORDS {
+        let words: Vec<u64> = (0..MONT1_PER_WIDTH)
+            .flat_map(|i| mont1_case(&mut g, w, i))
+            .collect();
+        let file = format!("mont1-{}.bin", 64 * w);
+        let blob: Vec<u8> = words.iter().flat_map(|x| x.to_le_bytes()).collect();
+        fs::write(dir.join(&file), blob).map_err(|e| format!("{file}: {e}"))?;
+        manifest.push(serde_json::json!({
+            "name": format!("mont1-{}", 64 * w),
+            "kind": "mont1",
+            "bits": 64 * w,
+            "words": w,
+            "count": MONT1_PER_WIDTH,
+            "file": file,
+        }));
+    }
     let doc = serde_json::json!({ "seed": seed, "lanes": LANES, "cases": manifest });
     fs::write(
         dir.join("manifest.json"),
@@ -253,6 +346,25 @@ fn native(dir: &Path) -> Result<bool, String> {
     let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let mut all = true;
     for c in doc["cases"].as_array().ok_or("manifest: no cases")? {
+        if c["kind"] == "mont1" {
+            let w = c["words"].as_u64().unwrap() as usize;
+            let blob =
+                fs::read(dir.join(c["file"].as_str().unwrap())).map_err(|e| e.to_string())?;
+            let words: Vec<u64> = blob
+                .chunks_exact(8)
+                .map(|x| u64::from_le_bytes(x.try_into().unwrap()))
+                .collect();
+            let ok = words
+                .chunks_exact(4 * w + 2)
+                .all(|case| mont1_native(w, case));
+            all &= ok;
+            println!(
+                "{}: {}",
+                c["name"].as_str().unwrap(),
+                if ok { "PASS" } else { "FAIL" }
+            );
+            continue;
+        }
         let n = c["limbs"].as_u64().unwrap() as usize;
         let er = c["exp_rows"].as_u64().unwrap() as usize;
         let exp_bits = c["exp_bits"].as_u64().unwrap() as usize;
@@ -287,6 +399,7 @@ fn native(dir: &Path) -> Result<bool, String> {
 fn main() -> ExitCode {
     // Keeps the entry in the binary whatever the optimiser thinks of `native`.
     std::hint::black_box(kae_ifma_emulate_entry as unsafe extern "C" fn(_, _, _, _, _, _) -> _);
+    std::hint::black_box(kae_ifma_emulate_mont1 as unsafe extern "C" fn(_, _, _, _, _, _) -> _);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = "usage: ifma_emulate --write DIR [--seed N] | --native DIR\n\
                  (run by scripts/ifma-emulate.sh)";

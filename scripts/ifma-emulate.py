@@ -19,7 +19,11 @@ Before the cases: one vpmadd52luq/huq pair checked against Python (the emulator'
 arithmetic), and two control runs that must go wrong: with XCR0 lacking the opmask/ZMM state
 the kernel must raise #UD inside r_squared_ifma or exp_ifma (what runs is the AVX-512 code), and a second copy of
 the binary with every vpmadd52luq of exp_ifma_n turned into vpmadd52huq must give a different
-result (a wrong IFMA result is seen).
+result (a wrong IFMA result is seen); the same copy's mb::mont1::product_on must give wrong
+single-number products.
+
+Cases of kind "mont1" call `kae_ifma_emulate_mont1` (one single-number Montgomery product,
+src/mb/mont1.rs) on each product of the case file and compare t with the expected one.
 
 --count (per case, off by default: it makes the emulation 10-15x slower): a hook on every
 instruction counts the executed ones by address, from the entry's first instruction to its
@@ -76,6 +80,7 @@ TLS_SIZE = 0x10000
 STUB_VA = 0x7F00_0000_0000  # the driver's own guest code, written once before anything runs
 PT_GPA = 0x80_0000_0000  # physical pages of the page tables (Commit allocates from here)
 ENTRY = "kae_ifma_emulate_entry"
+MONT1_ENTRY = "kae_ifma_emulate_mont1"  # one single-number product (mb::mont1)
 # The peer's functions (scripts/crypto_mb_entry.c) and what kae_crypto_mb_load returns.
 PEER_FUNCS = ("kae_crypto_mb_load", "kae_crypto_mb_exp", "kae_crypto_mb_store",
               "kae_crypto_mb_features", "kae_crypto_mb_forced")
@@ -414,8 +419,8 @@ class Emulator:
         # Code must be in place before it first runs: BochsCPU caches decoded instructions by
         # physical address and does not see later stores to them (neither the host's nor the
         # guest's). Hence a second copy of the binary for the mutation control, changed here.
-        self.image = Image(binary, self.mem, IMAGE_BASE)
-        self.mutant = Image(binary, self.mem, MUTANT_BASE)
+        self.image = Image(binary, self.mem, IMAGE_BASE, (ENTRY, MONT1_ENTRY))
+        self.mutant = Image(binary, self.mem, MUTANT_BASE, (ENTRY, MONT1_ENTRY))
         self.mutation = self._mutate()
         # --peer: crypto_mb's executable, its imports numbered apart from kae's.
         self.peer = Image(peer, self.mem, PEER_BASE, PEER_FUNCS, PEER_TRAPS) if peer else None
@@ -537,15 +542,20 @@ class Emulator:
 
     def _mutate(self):
         """Turns every vpmadd52luq of the exponentiation (exp_ifma_n, one function per limb
-        count) in the mutant copy into a vpmadd52huq (one changed instruction would only be
-        seen by one size); returns the offset of the first (in the first such function) and
-        how many were changed."""
+        count) and of the single-number product (mb::mont1::product_on, one per vector count)
+        in the mutant copy into a vpmadd52huq (one changed instruction would only be seen by
+        one size); returns the offset of the first (in the first exp_ifma_n) and how many
+        were changed."""
         fns = [(a, size, name) for a, size, name in self.image.funcs
                if short_name(name) == "kae::mb::kernel::exp_ifma_n"]
+        if not any(short_name(n) == "kae::mb::mont1::product_on" for _, _, n in self.image.funcs):
+            raise EmuError("no mb::mont1::product_on function in the binary")
+        fns = sorted(fns) + sorted((a, size, name) for a, size, name in self.image.funcs
+                                   if short_name(name) == "kae::mb::mont1::product_on")
         if not fns:
             raise EmuError("no exp_ifma_n function in the binary")
         first, count = None, 0
-        for start, size, _ in sorted(fns):
+        for start, size, _ in fns:
             code = self.mem.read(self.mutant.base + start, size)
             # EVEX (62 P0 P1 P2): map 0F38 (P0 & 3 = 2), W1 and 66 (P1 & 0x83 = 0x81), opcode B4.
             at = [i for i in range(len(code) - 5)
@@ -721,12 +731,56 @@ def run_case(emu, cases_dir, c, lanes, image=None):
     return emu.mem.read(po, len(want)), want
 
 
+def run_mont1_case(emu, cases_dir, c, image=None):
+    """Runs the single-number product entry on each of case c's products; returns the indices
+    of those whose t differs from the expected one (or whose entry refused the width)."""
+    w, count = c["words"], c["count"]
+    with open(os.path.join(cases_dir, c["file"]), "rb") as f:
+        blob = f.read()
+    each = 8 * (4 * w + 2)
+    if len(blob) != each * count:
+        raise EmuError(f"{c['name']}: truncated case file")
+    image = image or emu.image
+    bad = []
+    for i in range(count):
+        x = blob[i * each : (i + 1) * each]
+        m, n0 = x[: 8 * w], struct.unpack("<Q", x[8 * w : 8 * w + 8])[0]
+        a = x[8 * w + 8 : 16 * w + 8]
+        b = x[16 * w + 8 : 24 * w + 8]
+        want = x[24 * w + 8 :]
+        emu.heap.reset()
+        pm, pa, pb, pt = (emu.heap.alloc(len(v), 64) for v in (m, a, b, want))
+        emu.mem.write(pm, m)
+        emu.mem.write(pa, a)
+        emu.mem.write(pb, b)
+        emu.mem.write(pt, b"\xa5" * len(want))  # not zero: a missing store shows
+        rc = emu.call(image.symbols[MONT1_ENTRY], [pm, pa, pb, n0, pt, w])
+        if rc != 0 or emu.mem.read(pt, len(want)) != want:
+            bad.append(i)
+    return bad
+
+
 def controls(emu, cases_dir, cases, lanes):
     """Two runs that must go wrong, on the smallest case, so a PASS means something:
     - without ZMM/opmask state in XCR0 the kernel must raise #UD inside its first function (AVX-512
       code is what runs);
     - the copy of the binary with every vpmadd52luq of exp_ifma_n made a vpmadd52huq must give
       a different result (the comparison sees a wrong IFMA result)."""
+    products = [c for c in cases if c.get("kind") == "mont1"]
+    cases = [c for c in cases if c.get("kind") != "mont1"]
+    if products:
+        p = min(products, key=lambda c: c["words"])
+        try:
+            bad = run_mont1_case(emu, cases_dir, p, emu.mutant)
+        except EmuError as e:
+            bad = [f"emulation error ({e})"]
+        if not bad:
+            raise EmuError(f"{p['name']} still matched with the vpmadd52luq of "
+                           "mb::mont1::product_on made vpmadd52huq")
+        print(f"control on {p['name']}: its vpmadd52luq made huq -> {len(bad)} of "
+              f"{p['count']} products wrong (as they must)")
+    if not cases:
+        return
     c = min(cases, key=lambda c: (c["limbs"], -c["exp_bits"]))
     emu.xcr0 = 0x7
     try:
@@ -1008,6 +1062,21 @@ cases: random-512 random-1024 random-1536 random-2048 e65537-512 e65537-2048 edg
     failed = peer_failed = 0
     table = []  # --peer --count: (case, kae totals, crypto_mb totals or why not)
     for c in cases:
+        if c.get("kind") == "mont1":
+            t0 = time.monotonic()
+            try:
+                bad = run_mont1_case(emu, args.cases, c)
+            except EmuError as err:
+                bad = [f"emulation: {err}"]
+            took = time.monotonic() - t0
+            if bad:
+                failed += 1
+                print(f"{c['name']:>14}: FAIL  single-number product, {c['words']} words: "
+                      f"products {bad} differ from the expected t")
+            else:
+                print(f"{c['name']:>14}: PASS  single-number product, {c['words']} words, "
+                      f"{c['count']} products, {took:.1f}s emulated")
+            continue
         n, exp_bits = c["limbs"], c["exp_bits"]
         if args.count:
             emu.count_start()

@@ -6,17 +6,21 @@
 # Builds examples/ifma_emulate.rs (release profile, like the provider), which writes the cases
 # and the portable engine's results (each checked against num-bigint): eight lanes with
 # different odd moduli, bases and full-size exponents for every size (512 to 2048 bits),
-# e = 65537/3/17 at 512 and 2048, edge values at 512. scripts/ifma-emulate.py then loads the
+# e = 65537/3/17 at 512 and 2048, edge values at 512; and the single-number Montgomery product
+# (src/mb/mont1.rs, the IFMA path of rsa/ct_limbs.rs) at 11 widths from 64 to 4096 bits, six
+# products each, against t computed with num-bigint. scripts/ifma-emulate.py then loads the
 # binary into the emulator, calls the IFMA entry on each case and prints PASS/FAIL per case,
 # after two control runs that must go wrong (no AVX-512 state: #UD; every vpmadd52luq made a
-# vpmadd52huq: a mismatch). On a CPU with IFMA the cases also run natively. Installs
-# bochscpu-python and pyelftools with pip when missing. About 15 s after the build.
+# vpmadd52huq: a mismatch, in the kernel and in the single-number product). On a CPU with
+# IFMA the cases also run natively. Installs bochscpu-python and pyelftools with pip when
+# missing. About 15 s after the build.
 #
 # usage: scripts/ifma-emulate.sh [--seed N] [--only CASE]... [--keep] [--count] [--bin PATH]
 #                                [--peer-crypto-mb [DIR]]
 #   --seed N      random inputs from seed N (default: a fixed seed)
 #   --only CASE   run only CASE (repeatable): random-512 random-1024 random-1536
-#                 random-2048 e65537-512 e65537-2048 edge-512
+#                 random-2048 e65537-512 e65537-2048 edge-512, mont1-BITS (64 128 448 832
+#                 1024 1536 1664 2048 3072 4032 4096)
 #   --keep        keep the case files (directory printed)
 #   --count       per case, also count the instructions executed in the kernel call: all of
 #                 them, vpmadd52luq/huq, instructions per vpmadd52, vector ones, those with a

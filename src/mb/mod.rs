@@ -12,10 +12,10 @@
 //! lane count and `exp_bits` (public) shape loops and indices.
 
 pub mod cpu;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod mont1;
 pub(crate) mod kernel;
 pub(crate) mod lanes;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod mont1;
 
 use kernel::Exponent;
 
@@ -159,6 +159,33 @@ fn interleave(lanes: &[&[u64]], words_to_limbs: bool, limbs: usize) -> Zeroizing
         }
     }
     v
+}
+
+/// Not API: one [`mont1`] product, t = a·b·2^(−64w) + (0 or m) in w + 1 words, with an
+/// assumed token: the emulator's entry (examples/ifma_emulate.rs) runs it under an instruction
+/// emulator on machines without IFMA. `n0` = −m⁻¹ mod 2^64. False when the width is not
+/// supported.
+///
+/// # Safety
+/// The CPU (real or emulated) runs AVX-512F and AVX-512 IFMA instructions.
+#[doc(hidden)]
+#[cfg(target_arch = "x86_64")]
+pub unsafe fn mont1_product_assumed(
+    m: &[u64],
+    n0: u64,
+    a: &[u64],
+    b: &[u64],
+    t: &mut [u64],
+) -> bool {
+    // SAFETY: this function's contract is assume's.
+    let token = unsafe { IfmaToken::assume() };
+    match mont1::Prepared::new(token, m, n0) {
+        Some(p) => {
+            p.product(a, b, t);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Not API: the IFMA kernel (R² mod m, then the exponentiation) on its own interleaved layout (`limbs[j][lane]`: 52-bit limbs for

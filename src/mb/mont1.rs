@@ -75,7 +75,10 @@ impl Prepared {
     /// b < m, each of w words. The caller subtracts m when t ≥ m.
     pub fn product(&self, a: &[u64], b: &[u64], t: &mut [u64]) {
         let w = self.words;
-        assert!(a.len() == w && b.len() == w && t.len() == w + 1, "widths are public");
+        assert!(
+            a.len() == w && b.len() == w && t.len() == w + 1,
+            "widths are public"
+        );
         // SAFETY: `self._token` proves the CPU runs AVX-512F and AVX-512 IFMA; `vecs` is the
         // K of each arm.
         unsafe {
@@ -195,7 +198,11 @@ fn to_limbs52(words: &[u64], out: &mut [u64]) {
     for (c, chunk) in out.chunks_mut(CHUNK_LIMBS).enumerate() {
         for j in 0..CHUNK_LIMBS {
             let (i, off) = (CHUNK_WORDS * c + 52 * j / 64, 52 * j % 64);
-            let hi = if off > 12 { word(i + 1) << (64 - off) } else { 0 };
+            let hi = if off > 12 {
+                word(i + 1) << (64 - off)
+            } else {
+                0
+            };
             if let Some(o) = chunk.get_mut(j) {
                 *o = ((word(i) >> off) | hi) & MASK52;
             }
@@ -227,7 +234,11 @@ fn from_limbs52_shifted(limbs: &[u64], top: u64, shift: usize, out: &mut [u64]) 
         }
     }
     for (i, o) in out.iter_mut().enumerate() {
-        *o = if shift == 0 { words[i] } else { (words[i] >> shift) | (words[i + 1] << (64 - shift)) };
+        *o = if shift == 0 {
+            words[i]
+        } else {
+            (words[i] >> shift) | (words[i + 1] << (64 - shift))
+        };
     }
     words.zeroize();
 }

@@ -553,9 +553,8 @@ mod tests {
                 let r = BigUint::from(1u8) << (64 * w);
                 let rinv = r.modinv(&m).unwrap();
                 let m1 = &m - 1u8;
-                let mut cases: Vec<(BigUint, BigUint)> = (0..12)
-                    .map(|_| (g.below(&m, w), g.below(&m, w)))
-                    .collect();
+                let mut cases: Vec<(BigUint, BigUint)> =
+                    (0..12).map(|_| (g.below(&m, w), g.below(&m, w))).collect();
                 cases.push((&r - 1u8, m1.clone()));
                 cases.push((m1.clone(), m1.clone()));
                 cases.push((BigUint::from(0u8), m1.clone()));

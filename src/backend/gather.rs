@@ -8,6 +8,11 @@
 //! is not runnable (it waits for its jobs: nothing more is coming from it), and at the latest
 //! [`MAX_WAIT`] after the first one: a bounded delay, also when every CPU is busy.
 //!
+//! When the submitter may run on more than one CPU and the flusher is idle, a full batch goes
+//! to the flusher instead (`Shape::hand_off`): the submitter goes back to its application,
+//! which fills the next batch meanwhile, so one process with many async jobs computes on two
+//! CPUs. A busy flusher, or a submitter pinned to one CPU, computes as before.
+//!
 //! A caller with too little else in flight would only wait for company that never fills a
 //! call (one connection, `-async_jobs 1` or 2): after [`SOLO_FLUSHES`] flushes in a row that
 //! held fewer requests of each class than [`Shape::least`], all their submitters waiting for
@@ -47,6 +52,8 @@ pub struct Shape {
     pub least: fn(usize) -> usize,
     /// Most requests pending before submits are refused (the caller waits for a slot).
     pub depth: usize,
+    /// Whether a full batch may go to the idle flusher (see the module comment).
+    pub hand_off: bool,
 }
 
 struct Shared {
@@ -58,6 +65,11 @@ struct Shared {
     high_water: AtomicUsize,
     stop: AtomicBool,
     flusher: Sleeper,
+    /// The flusher is not computing (parked, or waiting for quiet); a submitter that clears
+    /// it may hand it a full batch in `handed`.
+    flusher_idle: AtomicBool,
+    handed: Mutex<Option<Vec<Request>>>,
+    has_handed: AtomicBool,
     /// Moving average (weight 1/4) of the gap between submissions that joined others, µs.
     gap_us: AtomicU64,
     /// When the last submission arrived, µs since `epoch`, and from which thread.
@@ -102,6 +114,9 @@ impl Gather {
             high_water: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             flusher: Sleeper::new(),
+            flusher_idle: AtomicBool::new(false),
+            handed: Mutex::new(None),
+            has_handed: AtomicBool::new(false),
             gap_us: AtomicU64::new(QUIET_MIN_US),
             last_submit_us: AtomicU64::new(0),
             last_submitter: AtomicI32::new(0),
@@ -173,7 +188,7 @@ impl Gather {
         pending.push(req);
         s.in_flight.fetch_add(1, Ordering::AcqRel);
         crate::stats::in_flight_add(1);
-        let mut batch = if same >= (s.shape.full)(class) {
+        let batch = if same >= (s.shape.full)(class) {
             take_class(&mut pending, s.shape.class, class)
         } else {
             Vec::new()
@@ -184,7 +199,9 @@ impl Gather {
         s.high_water.fetch_max(len + batch.len(), Ordering::Relaxed);
         crate::stats::note_queue_depth(len + batch.len());
         if !batch.is_empty() {
-            s.run(&mut batch);
+            if let Some(mut mine) = s.hand_off(batch) {
+                s.run(&mut mine);
+            }
         } else if was_empty {
             s.flusher.wake();
         }
@@ -218,6 +235,10 @@ impl Gather {
         {
             let _ = h.join();
         }
+        // A batch handed over as the flusher stopped: computed here (it was accepted).
+        if let Some(mut b) = s.take_handed() {
+            s.run(&mut b);
+        }
         for r in rest.iter_mut() {
             r.result = Err(KaeError::BackendFailure);
         }
@@ -250,6 +271,37 @@ impl Shared {
         Duration::from_micros((4 * gap).clamp(QUIET_MIN_US, QUIET_MAX_US))
     }
 
+    /// Gives a full batch to the idle flusher when that can run it on another CPU; returns
+    /// it when the caller must compute it.
+    fn hand_off(&self, batch: Vec<Request>) -> Option<Vec<Request>> {
+        if !self.shape.hand_off
+            || !self.flusher_idle.load(Ordering::Acquire)
+            || crate::ffi::sched::cpus_allowed() < 2
+            || !self.flusher_idle.swap(false, Ordering::AcqRel)
+        {
+            return Some(batch);
+        }
+        let mut slot = self.handed.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked under the slot's lock: `shutdown` sets `stop` before it empties the slot.
+        if self.stop.load(Ordering::Acquire) {
+            return Some(batch);
+        }
+        *slot = Some(batch);
+        self.has_handed.store(true, Ordering::Release);
+        drop(slot);
+        self.flusher.wake();
+        None
+    }
+
+    fn take_handed(&self) -> Option<Vec<Request>> {
+        if !self.has_handed.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut slot = self.handed.lock().unwrap_or_else(|e| e.into_inner());
+        self.has_handed.store(false, Ordering::Release);
+        slot.take()
+    }
+
     /// Computes `batch` (a panic fails all of it) and completes it.
     fn run(&self, batch: &mut Vec<Request>) {
         let f = &self.compute;
@@ -280,13 +332,26 @@ fn flusher_loop(s: &Shared) {
     crate::ffi::sched::tighten_timer_slack();
     let mut batch: Vec<Request> = Vec::new();
     loop {
-        s.flusher
-            .park_unless(|| s.len.load(Ordering::Acquire) > 0 || s.stop.load(Ordering::Acquire));
+        s.flusher_idle.store(true, Ordering::Release);
+        s.flusher.park_unless(|| {
+            s.len.load(Ordering::Acquire) > 0
+                || s.stop.load(Ordering::Acquire)
+                || s.has_handed.load(Ordering::Acquire)
+        });
+        s.flusher_idle.store(false, Ordering::Release);
+        if let Some(mut b) = s.take_handed() {
+            s.run(&mut b);
+            continue;
+        }
         if s.stop.load(Ordering::Acquire) {
             return;
         }
         let first = Instant::now();
         loop {
+            // Handed over while it waited for quiet, or as it left the park.
+            if let Some(mut b) = s.take_handed() {
+                s.run(&mut b);
+            }
             if s.len.load(Ordering::Acquire) == 0 || s.stop.load(Ordering::Acquire) {
                 break; // a submitter filled the batch and took it, or shutdown drains
             }
@@ -344,7 +409,13 @@ fn flusher_loop(s: &Shared) {
             }
             let left = quiet.saturating_sub(Duration::from_micros(since_last));
             let left = left.max(Duration::from_micros(QUIET_MIN_US / 2));
-            std::thread::sleep(left.min(MAX_WAIT.saturating_sub(waited)));
+            // Free while it waits: a full batch handed over now wakes it.
+            s.flusher_idle.store(true, Ordering::Release);
+            s.flusher
+                .park_for(left.min(MAX_WAIT.saturating_sub(waited)), || {
+                    s.has_handed.load(Ordering::Acquire)
+                });
+            s.flusher_idle.store(false, Ordering::Release);
         }
     }
 }
@@ -366,6 +437,10 @@ mod tests {
 
     /// A gatherer whose batches record their size and the thread that ran them.
     fn gather(full: usize) -> (Gather, Arc<Mutex<Vec<(usize, String)>>>) {
+        gather_with(full, false)
+    }
+
+    fn gather_with(full: usize, hand_off: bool) -> (Gather, Arc<Mutex<Vec<(usize, String)>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
         let compute: BatchFn = Arc::new(move |b: &mut [Request]| {
@@ -384,10 +459,94 @@ mod tests {
             },
             least: |_| 2,
             depth: 64,
+            hand_off,
         };
         let g =
             Gather::start("kae-test-flush", shape, compute, Arc::new(Completer::new())).unwrap();
         (g, seen)
+    }
+
+    fn wait_until(what: &str, done: impl Fn() -> bool) {
+        let t0 = Instant::now();
+        while !done() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{what}: not within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Submits one full batch of 4 from a thread named `name`, pinned to one CPU when `pin`,
+    /// once the flusher is idle; returns the name of the thread that computed it.
+    fn full_batch_from(
+        g: &Gather,
+        seen: &Mutex<Vec<(usize, String)>>,
+        name: &str,
+        pin: bool,
+    ) -> String {
+        wait_until("the flusher parks", || {
+            g.shared.flusher_idle.load(Ordering::Acquire)
+        });
+        let k = key();
+        std::thread::scope(|sc| {
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn_scoped(sc, || {
+                    if pin {
+                        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
+                        // bit 0 of it; sched_setaffinity reads it and changes only the
+                        // calling thread's mask.
+                        unsafe {
+                            let mut set: libc::cpu_set_t = std::mem::zeroed();
+                            libc::CPU_SET(0, &mut set);
+                            let size = std::mem::size_of::<libc::cpu_set_t>();
+                            assert_eq!(libc::sched_setaffinity(0, size, &set), 0);
+                        }
+                    }
+                    let ws: Vec<_> = (0..4u8)
+                        .map(|t| {
+                            let (r, w) = request(&k, t);
+                            assert!(g.submit(r).is_ok());
+                            w
+                        })
+                        .collect();
+                    wait_until("the batch completes", || ws.iter().all(|w| w.is_done()));
+                })
+                .unwrap();
+        });
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "one batch: {seen:?}");
+        assert_eq!(seen[0].0, 4);
+        seen[0].1.clone()
+    }
+
+    #[test]
+    fn a_full_batch_goes_to_the_idle_flusher_when_another_cpu_is_allowed() {
+        if crate::ffi::sched::cpus_allowed() < 2 {
+            eprintln!("skipped: this test runs on one CPU (nothing to hand a batch to)");
+            return;
+        }
+        let (g, seen) = gather_with(4, true);
+        assert_eq!(
+            full_batch_from(&g, &seen, "kae-test-app", false),
+            "kae-test-flush"
+        );
+        g.shutdown();
+        // The same submitter pinned to one CPU computes its batch itself.
+        let (g, seen) = gather_with(4, true);
+        assert_eq!(
+            full_batch_from(&g, &seen, "kae-test-pinned", true),
+            "kae-test-pinned"
+        );
+        g.shutdown();
+        // Without hand-off, never.
+        let (g, seen) = gather_with(4, false);
+        assert_eq!(
+            full_batch_from(&g, &seen, "kae-test-app", false),
+            "kae-test-app"
+        );
+        g.shutdown();
     }
 
     fn request(k: &Arc<RsaKey>, tag: u8) -> (Request, Arc<Waiter>) {
@@ -514,6 +673,7 @@ mod tests {
             full: |_| 8,
             least: |_| 3,
             depth: 64,
+            hand_off: false,
         };
         let g = Gather::start("kae-test-few", shape, compute, Arc::new(Completer::new())).unwrap();
         let k = key();
@@ -604,6 +764,7 @@ mod tests {
             full: |_| 8,
             least: |_| 2,
             depth: 2,
+            hand_off: false,
         };
         let g = Gather::start("kae-test-full", shape, compute, Arc::new(Completer::new())).unwrap();
         g.shared.gap_us.store(QUIET_MAX_US, Ordering::Relaxed);

@@ -47,7 +47,8 @@ pub fn startup_line(cfg: &MbConfig) -> String {
     let engine = usable_here(cfg).map_or("none", Engine::name);
     format!(
         "multi-buffer: engine {engine}; {PER_CALL} requests per kernel call (p and q halves \
-         side by side), computed by the request that fills the call, partial batches within \
+         side by side), computed by the request that fills the call (or by the flusher when it \
+         is free and the caller may run on another CPU), partial batches within \
          {} ms by the flusher; fewest requests per call for RSA-1024/2048/3072/4096: \
          {}/{}/{}/{} (fewer go to the scalar code); lone requests inline",
         super::gather::MAX_WAIT.as_millis(),
@@ -129,6 +130,7 @@ pub fn start(
         full: |_| PER_CALL,
         least: |class| Size::for_bits(class).map_or(1, min_requests),
         depth: queues.max(1) * depth.max(PER_CALL),
+        hand_off: true,
     };
     let compute = Arc::new(move |b: &mut [Request]| batcher.compute(b)) as BatchFn;
     let gather =

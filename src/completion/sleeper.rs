@@ -122,6 +122,17 @@ impl Sleeper {
         self.sleeping.store(false, Ordering::SeqCst);
     }
 
+    /// Parks for at most `d` (a timed wait that [`Self::wake`] can cut short), unless
+    /// `ready()` turns true.
+    pub fn park_for(&self, d: Duration, ready: impl Fn() -> bool) {
+        self.sleeping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !ready() {
+            std::thread::park_timeout(d);
+        }
+        self.sleeping.store(false, Ordering::SeqCst);
+    }
+
     fn note_gap(&self, avg: u64, start: Instant) {
         let gap =
             u64::try_from(start.elapsed().as_micros()).map_or(IDLE_GAP_US, |g| g.min(IDLE_GAP_US));

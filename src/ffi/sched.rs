@@ -32,6 +32,27 @@ pub fn current_tid() -> i32 {
     }
 }
 
+/// How many CPUs the calling thread may run on (its affinity mask); 1 when that cannot be
+/// told.
+pub fn cpus_allowed() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most
+        // size_of::<cpu_set_t>() bytes into it, and CPU_COUNT only reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+                return (libc::CPU_COUNT(&set) as usize).max(1);
+            }
+        }
+        1
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        1
+    }
+}
+
 /// Whether thread `tid` of this process is running or waiting for a CPU (state R), read from
 /// procfs; None when that cannot be told (no such thread, no procfs).
 pub fn thread_is_runnable(tid: i32) -> Option<bool> {

@@ -20,6 +20,7 @@
 
 use super::cpu::IfmaToken;
 use super::lanes::MASK52;
+use super::repack;
 use std::arch::x86_64::*;
 use zeroize::Zeroize;
 
@@ -59,7 +60,7 @@ impl Prepared {
         let bits = 64 * words;
         let limbs = bits.div_ceil(52);
         let mut m52 = Box::new([[0u64; 8]; MAX_VECS]);
-        to_limbs52(m, &mut m52.as_flattened_mut()[..limbs]);
+        repack(m, 64, &mut m52.as_flattened_mut()[..limbs], 52);
         Some(Prepared {
             _token: token,
             words,
@@ -107,8 +108,8 @@ unsafe fn product_on<const K: usize>(p: &Prepared, a: &[u64], b: &[u64], t: &mut
     let zero = _mm512_setzero_si512();
     let mut a52 = [[0u64; 8]; K];
     let mut b52 = [[0u64; 8]; K];
-    to_limbs52(a, a52.as_flattened_mut());
-    to_limbs52(b, b52.as_flattened_mut());
+    repack(a, 64, a52.as_flattened_mut(), 52);
+    repack(b, 64, b52.as_flattened_mut(), 52);
     let load = |x: &[u64; 8]| {
         // SAFETY: reads the 64 bytes of one array of eight limbs (unaligned load).
         unsafe { _mm512_loadu_si512(x.as_ptr().cast()) }
@@ -159,7 +160,8 @@ unsafe fn product_on<const K: usize>(p: &Prepared, a: &[u64], b: &[u64], t: &mut
             hi[v] = _mm512_madd52hi_epu64(hi[v], mv[v], q);
         }
     }
-    // acc + hi·2^52, carry-propagated, in a52 (acc) and b52 (hi): reuses the wiped arrays.
+    // acc + hi·2^52 (hi one limb up), carry-propagated into `norm`, then repacked into words
+    // and shifted down by the last row's r bits (zero by the choice of q).
     for v in 0..K {
         // SAFETY: writes the 64 bytes of one array of eight limbs (unaligned store).
         unsafe {
@@ -167,78 +169,33 @@ unsafe fn product_on<const K: usize>(p: &Prepared, a: &[u64], b: &[u64], t: &mut
             _mm512_storeu_si512(b52[v].as_mut_ptr().cast(), hi[v]);
         }
     }
-    let (sum, high) = (a52.as_flattened_mut(), b52.as_flattened());
+    let mut norm = [0u64; 8 * MAX_VECS + 1];
     let mut carry = 0u64;
     let mut below = 0u64; // the high half of the limb below
-    for (x, &h) in sum.iter_mut().zip(high) {
-        let v = *x + below + carry;
-        *x = v & MASK52;
+    for ((n, &x), &h) in norm
+        .iter_mut()
+        .zip(a52.as_flattened())
+        .zip(b52.as_flattened())
+    {
+        let v = x + below + carry;
+        *n = v & MASK52;
         carry = v >> 52;
         below = h;
     }
-    from_limbs52_shifted(sum, below + carry, p.tail_bits, t);
-    wipe(a52.as_flattened_mut());
-    wipe(b52.as_flattened_mut());
-}
-
-/// Overwrites `v` with zeros in a way the optimiser keeps.
-fn wipe(v: &mut [u64]) {
-    v.zeroize();
-}
-
-/// 13 words are 16 limbs (832 bits): word and bit offsets repeat with that period, so the
-/// conversions run in chunks whose shifts are constants.
-const CHUNK_WORDS: usize = 13;
-const CHUNK_LIMBS: usize = 16;
-
-/// `out[j]` = bits 52j..52j+52 of `words` (zero beyond them).
-#[inline(always)]
-fn to_limbs52(words: &[u64], out: &mut [u64]) {
-    let word = |i: usize| words.get(i).copied().unwrap_or(0); // i: public
-    for (c, chunk) in out.chunks_mut(CHUNK_LIMBS).enumerate() {
-        for j in 0..CHUNK_LIMBS {
-            let (i, off) = (CHUNK_WORDS * c + 52 * j / 64, 52 * j % 64);
-            let hi = if off > 12 {
-                word(i + 1) << (64 - off)
-            } else {
-                0
-            };
-            if let Some(o) = chunk.get_mut(j) {
-                *o = ((word(i) >> off) | hi) & MASK52;
-            }
-        }
-    }
-}
-
-/// `out` = (normalised `limbs`, then `top` as the limb above them) >> `shift` (< 52), in
-/// 64-bit words.
-#[inline(always)]
-fn from_limbs52_shifted(limbs: &[u64], top: u64, shift: usize, out: &mut [u64]) {
-    let limb = |l: usize| match l.cmp(&limbs.len()) {
-        core::cmp::Ordering::Less => limbs[l],
-        core::cmp::Ordering::Equal => top,
-        core::cmp::Ordering::Greater => 0,
-    }; // l: public
+    norm[8 * K] = below + carry;
     let mut words = [0u64; MAX_WORDS + 2];
-    let needed = out.len() + 1;
-    for (c, chunk) in words[..needed].chunks_mut(CHUNK_WORDS).enumerate() {
-        for i in 0..CHUNK_WORDS {
-            let (l, off) = (CHUNK_LIMBS * c + 64 * i / 52, 64 * i % 52);
-            let mut x = (limb(l) >> off) | (limb(l + 1) << (52 - off));
-            if off > 40 {
-                x |= limb(l + 2) << (104 - off);
-            }
-            if let Some(o) = chunk.get_mut(i) {
-                *o = x;
-            }
-        }
-    }
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = if shift == 0 {
+    let words = &mut words[..t.len() + 1];
+    repack(&norm[..=8 * K], 52, words, 64);
+    let r = p.tail_bits;
+    for (i, o) in t.iter_mut().enumerate() {
+        *o = if r == 0 {
             words[i]
         } else {
-            (words[i] >> shift) | (words[i + 1] << (64 - shift))
+            (words[i] >> r) | (words[i + 1] << (64 - r))
         };
     }
+    a52.as_flattened_mut().zeroize();
+    b52.as_flattened_mut().zeroize();
+    norm.zeroize();
     words.zeroize();
 }

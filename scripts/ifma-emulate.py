@@ -713,20 +713,30 @@ def read_case(cases_dir, c, lanes):
     return m, b, e, blob[(2 * n + er) * row :]
 
 
+def place(emu, inputs, out_len):
+    """Empties the heap, copies each input into a fresh 64-byte-aligned buffer and allocates an
+    output buffer of out_len bytes filled with 0xa5 (not zero: a missing store shows); returns
+    the inputs' addresses, then the output's."""
+    emu.heap.reset()
+    addrs = []
+    for x in inputs:
+        p = emu.heap.alloc(len(x), 64)
+        emu.mem.write(p, x)
+        addrs.append(p)
+    out = emu.heap.alloc(out_len, 64)
+    emu.mem.write(out, b"\xa5" * out_len)
+    return (*addrs, out)
+
+
 def run_case(emu, cases_dir, c, lanes, image=None):
     """Runs the IFMA entry on case c; returns (IFMA output, portable output) as bytes."""
     n, exp_bits = c["limbs"], c["exp_bits"]
     m, b, e, want = read_case(cases_dir, c, lanes)
     if len(want) != n * 8 * lanes:
         raise EmuError(f"{c['name']}: truncated case file")
-    emu.heap.reset()
     emu.import_calls.clear()
     emu.import_bytes.clear()
-    pm, pb, pe, po = (emu.heap.alloc(len(x), 64) for x in (m, b, e, want))
-    emu.mem.write(pm, m)
-    emu.mem.write(pb, b)
-    emu.mem.write(pe, e)
-    emu.mem.write(po, b"\xa5" * len(want))  # not zero: a missing store shows
+    pm, pb, pe, po = place(emu, (m, b, e), len(want))
     emu.call((image or emu.image).entry, [pm, pb, pe, exp_bits, po, n])
     return emu.mem.read(po, len(want)), want
 
@@ -748,12 +758,7 @@ def run_mont1_case(emu, cases_dir, c, image=None):
         a = x[8 * w + 8 : 16 * w + 8]
         b = x[16 * w + 8 : 24 * w + 8]
         want = x[24 * w + 8 :]
-        emu.heap.reset()
-        pm, pa, pb, pt = (emu.heap.alloc(len(v), 64) for v in (m, a, b, want))
-        emu.mem.write(pm, m)
-        emu.mem.write(pa, a)
-        emu.mem.write(pb, b)
-        emu.mem.write(pt, b"\xa5" * len(want))  # not zero: a missing store shows
+        pm, pa, pb, pt = place(emu, (m, a, b), len(want))
         rc = emu.call(image.symbols[MONT1_ENTRY], [pm, pa, pb, n0, pt, w])
         if rc != 0 or emu.mem.read(pt, len(want)) != want:
             bad.append(i)

@@ -177,20 +177,7 @@ fn threads() {
 /// Pins this process to one CPU: the flusher then shares it with the application thread, and
 /// takes a partial batch only once that thread waits for its jobs.
 fn pin_to_one_cpu() {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let mut cur: libc::cpu_set_t = std::mem::zeroed();
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut cur);
-        let first = (0..libc::CPU_SETSIZE as usize)
-            .find(|&c| libc::CPU_ISSET(c, &cur))
-            .unwrap_or(0);
-        libc::CPU_SET(first, &mut set);
-        assert_eq!(
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-            0
-        );
-    }
+    kae::ffi::sched::pin_current_thread_to_one_cpu().expect("pin to one CPU");
 }
 
 /// One CPU, `async = auto`: async jobs still go to the backend, and batches hold the jobs in

@@ -435,12 +435,15 @@ mod tests {
         .clone()
     }
 
+    /// Each batch's size and the name of the thread that ran it.
+    type Seen = Arc<Mutex<Vec<(usize, String)>>>;
+
     /// A gatherer whose batches record their size and the thread that ran them.
-    fn gather(full: usize) -> (Gather, Arc<Mutex<Vec<(usize, String)>>>) {
+    fn gather(full: usize) -> (Gather, Seen) {
         gather_with(full, false)
     }
 
-    fn gather_with(full: usize, hand_off: bool) -> (Gather, Arc<Mutex<Vec<(usize, String)>>>) {
+    fn gather_with(full: usize, hand_off: bool) -> (Gather, Seen) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
         let compute: BatchFn = Arc::new(move |b: &mut [Request]| {
@@ -494,15 +497,7 @@ mod tests {
                 .name(name.to_string())
                 .spawn_scoped(sc, || {
                     if pin {
-                        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
-                        // bit 0 of it; sched_setaffinity reads it and changes only the
-                        // calling thread's mask.
-                        unsafe {
-                            let mut set: libc::cpu_set_t = std::mem::zeroed();
-                            libc::CPU_SET(0, &mut set);
-                            let size = std::mem::size_of::<libc::cpu_set_t>();
-                            assert_eq!(libc::sched_setaffinity(0, size, &set), 0);
-                        }
+                        crate::ffi::sched::pin_current_thread_to_one_cpu().unwrap();
                     }
                     let ws: Vec<_> = (0..4u8)
                         .map(|t| {

@@ -113,13 +113,8 @@ impl Sleeper {
     /// Parks until woken, unless `ready()` turns true; never spins (a poller waiting for
     /// hardware: the device takes far longer than a park/unpark).
     pub fn park_unless(&self, ready: impl Fn() -> bool) {
-        self.sleeping.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if !ready() {
-            // The timeout only bounds the damage of a bug; wakes come from `wake`.
-            std::thread::park_timeout(Duration::from_millis(500));
-        }
-        self.sleeping.store(false, Ordering::SeqCst);
+        // The timeout only bounds the damage of a bug; wakes come from `wake`.
+        self.park_for(Duration::from_millis(500), ready);
     }
 
     /// Parks for at most `d` (a timed wait that [`Self::wake`] can cut short), unless

@@ -53,6 +53,30 @@ pub fn cpus_allowed() -> usize {
     }
 }
 
+/// Restricts the calling thread (and the threads it starts afterwards) to the first CPU of
+/// its current affinity mask. For tests that need a one-CPU caller.
+pub fn pin_current_thread_to_one_cpu() -> std::io::Result<()> {
+    // SAFETY: zeroed cpu_set_t values are valid empty sets; sched_getaffinity writes at most
+    // their size into `cur`, CPU_ISSET/CPU_SET read and write inside them, and
+    // sched_setaffinity only reads `one` and changes the calling thread's mask.
+    unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut cur: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut cur) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let first = (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| libc::CPU_ISSET(c, &cur))
+            .unwrap_or(0);
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(first, &mut one);
+        if libc::sched_setaffinity(0, size, &one) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Whether thread `tid` of this process is running or waiting for a CPU (state R), read from
 /// procfs; None when that cannot be told (no such thread, no procfs).
 pub fn thread_is_runnable(tid: i32) -> Option<bool> {

@@ -63,7 +63,7 @@ macro_rules! unroll {
     }};
 }
 
-/// [`unroll!`] for at most [`SQR_UNROLL_MAX`] iterations (the squaring's rows and columns).
+/// [`unroll!`] for at most [`FUSED_MAX`] iterations (the squaring's rows and columns).
 macro_rules! unroll_short {
     ($V:ty: $i:ident in $from:tt..$n:expr, $body:block) => {
         if <$V as Lanes>::UNROLL {
@@ -74,8 +74,11 @@ macro_rules! unroll_short {
     };
 }
 
-/// Largest limb count whose squaring is written out row by row (beyond it, `mul(a, a)`).
-const SQR_UNROLL_MAX: usize = 20;
+/// Largest limb count whose products keep their N accumulators in registers; beyond it they
+/// take [`wide`]'s blocked sweeps.
+const FUSED_MAX: usize = 20;
+
+mod wide;
 
 /// Overwrites `v` with zeros in a way the optimiser keeps (secrets must not outlive a call).
 #[inline(always)]
@@ -114,7 +117,17 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
         (q, low.madd52lo(self.m[0], q).shr::<52>())
     }
 
-    /// r = a·b/R mod m, below 2m, for a, b below 2m (or a < R and b < m). One row per limb
+    /// r = a·b/R mod m, below 2m, for a, b below 2m (or a < R and b < m): [`Self::fused_mul`]
+    /// up to [`FUSED_MAX`] limbs, else [`wide::mul`].
+    #[inline(always)]
+    fn mul(&self, a: &[V; N], b: &[V; N], r: &mut [V; N]) {
+        if N > FUSED_MAX {
+            return wide::mul::<V, N, { wide::ROWS }>(self, a, b, r);
+        }
+        self.fused_mul(a, b, r)
+    }
+
+    /// [`Self::mul`] on N accumulators. One row per limb
     /// b_i on the accumulators (limbs i..i+N of the running sum), in a single pass: q makes
     /// limb 0 vanish, then each accumulator takes the low halves of its own column (a_j·b_i,
     /// m_j·q) and the high halves of the column below, moving down one limb as it goes (the
@@ -123,7 +136,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     /// loads stay at half the products: on Zen 4 a separate pass for the high halves was
     /// load-bound (ARCHITECTURE.md, multi-buffer kernel).
     #[inline(always)]
-    fn mul(&self, a: &[V; N], b: &[V; N], r: &mut [V; N]) {
+    fn fused_mul(&self, a: &[V; N], b: &[V; N], r: &mut [V; N]) {
         let m = &self.m;
         let mut acc = [V::zero(); N];
         for &bi in b.iter() {
@@ -146,13 +159,12 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     /// cross product a_i·a_j is taken once, doubled, in row min(i, j): row i multiplies a_i by
     /// the limbs i.. of a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...), so a·a costs N(N+1) products
     /// instead of 2N². The reduction and q are unchanged, hence the result is `mul(a, a)`'s,
-    /// bit for bit. Written out for N ≤ [`SQR_UNROLL_MAX`] (the row's start is a constant
-    /// there). Larger N take `mul(a, a)`: its written-out rows beat this squaring's rows as
-    /// loops on Intel IFMA hardware (ARCHITECTURE.md, multi-buffer kernel).
+    /// bit for bit. Written out for N ≤ [`FUSED_MAX`] (the row's start is a constant
+    /// there); larger N take [`wide::sqr`].
     #[inline(always)]
     fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
-        if N > SQR_UNROLL_MAX {
-            return self.mul(a, a, r);
+        if N > FUSED_MAX {
+            return wide::sqr::<V, N, { wide::ROWS }>(self, a, r);
         }
         let m = &self.m;
         let d = doubled(a);

@@ -1,0 +1,298 @@
+//! Products for limb counts whose accumulators do not fit in the vector registers (30 and 40
+//! limbs, the halves of RSA-3072 and RSA-4096).
+//!
+//! The fused rows of `Modulus::fused_mul` keep N accumulators live; beyond about 24 the
+//! compiler spills them in every row, and a written-out squaring spills more. Here a product
+//! is two sweeps over a buffer of 2N columns, each in blocks of `R` rows: the product (a·b, or
+//! a² with each cross product once, then doubled), then the reduction (q·m, the q of a
+//! block's rows found in its first `R` columns). A block holds its `R` multipliers (b_i, a_i
+//! or q_i) in registers and passes over the columns once, each column loaded, given its `2R`
+//! terms in four short chains, and stored: the registers never hold more than a block.
+//!
+//! The result is the almost-Montgomery product of `Modulus::mul`, bit for bit: q = −t·m⁻¹ mod
+//! R and (t + q·m)/R do not depend on the order in which the terms are added.
+//!
+//! Bounds: a column takes at most 2N + 1 product terms (a square's cross products counted
+//! twice) and 2N reduction terms below 2^52, plus a carry below 2^12: under 2^60 for N ≤ 40.
+//!
+//! Constant time: every loop bound and index depends on N, R and the block (public).
+
+// `unroll!` writes a body for every index literal and drops those outside the range only
+// after monomorphisation (its bounds involve R and N), so the compiler sees `0 - 1` in
+// bodies that never run.
+#![allow(arithmetic_overflow)]
+
+use super::{normalize, Modulus};
+use crate::mb::lanes::Lanes;
+
+/// `$col += Σ_k lo(x_k·y) + hi(x_k·z)` over the rows k of a block (`$k` in 0..R) for which
+/// the low condition gives y and the high one z, in four chains (low and high halves, even
+/// and odd rows) so that a column waits on R/2 products, not 2R. Conditions and indices are constants where
+/// the rows are written out.
+macro_rules! add_terms {
+    ($V:ty, $R:expr, $col:expr, $x:expr, $k:ident,
+     lo if $lc:expr => $lv:expr, hi if $hc:expr => $hv:expr) => {{
+        let mut l = [$col, <$V as Lanes>::zero()];
+        let mut h = [<$V as Lanes>::zero(); 2];
+        unroll_rows!($V: $k in 0..$R, {
+            if $lc {
+                l[$k % 2] = l[$k % 2].madd52lo($x[$k], $lv);
+            }
+            if $hc {
+                h[$k % 2] = h[$k % 2].madd52hi($x[$k], $hv);
+            }
+        });
+        $col = l[0].add(l[1]).add(h[0].add(h[1]));
+    }};
+}
+
+/// [`unroll!`] for the rows of a block (at most 2R = 20 iterations).
+macro_rules! unroll_rows {
+    ($V:ty: $i:ident in $from:tt..$n:expr, $body:block) => {
+        if <$V as Lanes>::UNROLL {
+            unroll!(@ $i, $from, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19);
+        } else {
+            for $i in $from..$n $body
+        }
+    };
+}
+
+/// Rows per block: divides 30 and 40; its multipliers, the next block's q and the limbs of m
+/// in use fit in the 32 vector registers.
+pub(super) const ROWS: usize = 10;
+
+/// Columns of the largest product (2 × 40 limbs).
+const COLS: usize = 80;
+
+/// a·b/R mod m, below 2m (conditions as `Modulus::mul`), in blocks of `R` rows; `N % R == 0`.
+#[inline(always)]
+pub(super) fn mul<V: Lanes, const N: usize, const R: usize>(
+    md: &Modulus<V, N>,
+    a: &[V; N],
+    b: &[V; N],
+    r: &mut [V; N],
+) {
+    let mut t = [V::zero(); COLS];
+    mul_columns::<V, N, R>(a, b, &mut t);
+    reduce::<V, N, R>(md, &mut t, r);
+}
+
+/// t += a·b in columns (52-bit positions), in blocks of `R` rows.
+#[inline(always)]
+fn mul_columns<V: Lanes, const N: usize, const R: usize>(
+    a: &[V; N],
+    b: &[V; N],
+    t: &mut [V; COLS],
+) {
+    for blk in 0..N / R {
+        let i0 = blk * R;
+        let x: [V; R] = core::array::from_fn(|k| b[i0 + k]);
+        // Column i0 + c takes lo(x_k·a_(c−k)) and hi(x_k·a_(c−k−1)) where those limbs exist.
+        unroll_rows!(V: c in 0..R, {
+            add_terms!(V, R, t[i0 + c], x, k,
+                lo if k <= c => a[c - k], hi if k < c => a[c - k - 1]);
+        });
+        unroll!(V: c in R..N, {
+            add_terms!(V, R, t[i0 + c], x, k, lo if true => a[c - k], hi if true => a[c - k - 1]);
+        });
+        unroll_rows!(V: c in 0..R, {
+            add_terms!(V, R, t[i0 + N + c], x, k,
+                lo if k > c => a[N + c - k], hi if k >= c => a[N + c - k - 1]);
+        });
+    }
+}
+
+/// a²/R mod m, below 2m, for a below 2m (as `Modulus::sqr`), in blocks of `R` rows.
+#[inline(always)]
+pub(super) fn sqr<V: Lanes, const N: usize, const R: usize>(
+    md: &Modulus<V, N>,
+    a: &[V; N],
+    r: &mut [V; N],
+) {
+    let mut t = [V::zero(); COLS];
+    sqr_columns::<V, N, R>(a, &mut t);
+    reduce::<V, N, R>(md, &mut t, r);
+}
+
+/// t += a² in columns: the cross products a_i·a_j (i < j) once, then every column doubled,
+/// then the squares a_i².
+///
+/// Row i multiplies a_i by the limbs j > i, so the block of rows i0.. starts at column 2·i0.
+/// Within a block, column 2·i0 + s takes from row k the limb j = s + i0 − k (low half) and
+/// j − 1 (high half): present when j > i0 + k and j < N. Every block but the last has the
+/// three parts of [`mul_columns`]; in the last (i0 = N − R) the upper bound cuts into the
+/// first 2R columns too.
+#[inline(always)]
+fn sqr_columns<V: Lanes, const N: usize, const R: usize>(a: &[V; N], t: &mut [V; COLS]) {
+    for blk in 0..N / R - 1 {
+        let i0 = blk * R;
+        let x: [V; R] = core::array::from_fn(|k| a[i0 + k]);
+        sqr_first_columns::<V, N, R>(a, &x, i0, false, t);
+        // Then every row has its limb, up to column i0 + N ...
+        for s in 2 * R..N - i0 {
+            let j = s + i0;
+            add_terms!(V, R, t[2 * i0 + s], x, k, lo if true => a[j - k], hi if true => a[j - k - 1]);
+        }
+        // ... and the last R columns have the rows whose limb j stays below N.
+        unroll_rows!(V: c in 0..R, {
+            add_terms!(V, R, t[i0 + N + c], x, k,
+                lo if k > c => a[N + c - k], hi if k >= c => a[N + c - k - 1]);
+        });
+    }
+    let i0 = N - R;
+    let x: [V; R] = core::array::from_fn(|k| a[i0 + k]);
+    sqr_first_columns::<V, N, R>(a, &x, i0, true, t);
+    for i in 0..N {
+        t[2 * i] = t[2 * i].shl::<1>().madd52lo(a[i], a[i]);
+        t[2 * i + 1] = t[2 * i + 1].shl::<1>().madd52hi(a[i], a[i]);
+    }
+}
+
+/// The first 2R columns of [`sqr_columns`]' block i0 (x: its a_i): j > i, i.e. s > 2k (low
+/// half) and s > 2k + 1 (high half); in the `last` block also j < N: s < R + k (low), s ≤ R + k
+/// (high).
+#[inline(always)]
+fn sqr_first_columns<V: Lanes, const N: usize, const R: usize>(
+    a: &[V; N],
+    x: &[V; R],
+    i0: usize,
+    last: bool,
+    t: &mut [V; COLS],
+) {
+    unroll_rows!(V: s in 0..(2 * R), {
+        let j = i0 + s;
+        add_terms!(V, R, t[2 * i0 + s], x, k,
+            lo if s > 2 * k && (!last || s < R + k) => a[j - k],
+            hi if s > 2 * k + 1 && (!last || s <= R + k) => a[j - k - 1]);
+    });
+}
+
+/// r = (t + q·m)/R with q = −t·m⁻¹ mod R, from the 2N columns of a product `t`.
+///
+/// A block of rows i0..i0+R: in columns i0 + c (c < R) each q_c follows from its column once
+/// the earlier rows of the block have added theirs (`Modulus::q_and_carry`), a chain of R
+/// steps; the column's carry goes up to the next. Then the block's rows add q_k·m to the
+/// columns above. The next block's chain starts as soon as its R columns have this block's
+/// terms, so the processor runs it alongside the rest of this block's columns.
+#[inline(always)]
+fn reduce<V: Lanes, const N: usize, const R: usize>(
+    md: &Modulus<V, N>,
+    t: &mut [V; COLS],
+    r: &mut [V; N],
+) {
+    let m = &md.m;
+    let mut carry = V::zero();
+    let mut q = block_q::<V, N, R>(md, t, 0, &mut carry);
+    for blk in 0..N / R {
+        let i0 = blk * R;
+        unroll_rows!(V: c in R..(2 * R), {
+            add_terms!(V, R, t[i0 + c], q, k, lo if true => m[c - k], hi if true => m[c - k - 1]);
+        });
+        let next = if blk + 1 < N / R {
+            block_q::<V, N, R>(md, t, i0 + R, &mut carry)
+        } else {
+            q
+        };
+        unroll!(V: c in (2 * R)..N, {
+            add_terms!(V, R, t[i0 + c], q, k, lo if true => m[c - k], hi if true => m[c - k - 1]);
+        });
+        unroll_rows!(V: c in 0..R, {
+            add_terms!(V, R, t[i0 + N + c], q, k,
+                lo if k > c => m[N + c - k], hi if k >= c => m[N + c - k - 1]);
+        });
+        q = next;
+    }
+    let mut acc = [V::zero(); N];
+    acc.copy_from_slice(&t[N..2 * N]);
+    acc[0] = acc[0].add(carry);
+    normalize(&mut acc);
+    *r = acc;
+}
+
+/// The q of rows i0..i0+R from columns i0..i0+R (which have every earlier row's terms), each
+/// column adding the terms of the block's rows before it; `carry` in and out.
+#[inline(always)]
+fn block_q<V: Lanes, const N: usize, const R: usize>(
+    md: &Modulus<V, N>,
+    t: &[V; COLS],
+    i0: usize,
+    carry: &mut V,
+) -> [V; R] {
+    let m = &md.m;
+    let mut q = [V::zero(); R];
+    unroll_rows!(V: c in 0..R, {
+        let mut col = t[i0 + c].add(*carry);
+        add_terms!(V, R, col, q, k, lo if k < c => m[c - k], hi if k < c => m[c - k - 1]);
+        let (qc, up) = md.q_and_carry(col);
+        q[c] = qc;
+        *carry = up;
+    });
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mb::lanes::Portable;
+
+    fn rnd(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    /// Eight lanes of N random limbs (the top one `top_bits` wide), or all limbs at 2^52 − 1.
+    fn number<const N: usize>(seed: &mut u64, top_bits: u32, all_ones: bool) -> [Portable; N] {
+        let mut x = [Portable([0; 8]); N];
+        for (j, l) in x.iter_mut().enumerate() {
+            let bits = if j + 1 == N { top_bits } else { 52 };
+            let mask = (1u64 << bits) - 1;
+            *l = Portable(core::array::from_fn(|_| {
+                if all_ones {
+                    mask
+                } else {
+                    rnd(seed) & mask
+                }
+            }));
+        }
+        x
+    }
+
+    /// The blocked products against the fused ones (which tests/mb_kernel.rs holds to
+    /// num-bigint), for operands below 2m: random, and with every limb full.
+    fn check<const N: usize, const R: usize>(seed: u64) {
+        let mut seed = seed;
+        let mut m = number::<N>(&mut seed, 48, false);
+        m[0].0.iter_mut().for_each(|x| *x |= 1);
+        let k0 = Portable(core::array::from_fn(|l| super::super::neg_inv52(m[0].0[l])));
+        let md = Modulus::<Portable, N> { m, k0 };
+        let operands = [
+            number::<N>(&mut seed, 48, false),
+            number::<N>(&mut seed, 49, false),
+            number::<N>(&mut seed, 49, true),
+        ];
+        let (mut want, mut got) = ([Portable([0; 8]); N], [Portable([0; 8]); N]);
+        for a in &operands {
+            for b in &operands {
+                md.fused_mul(a, b, &mut want);
+                mul::<Portable, N, R>(&md, a, b, &mut got);
+                assert_eq!(want, got, "mul, N = {N}, R = {R}");
+            }
+            md.fused_mul(a, a, &mut want);
+            sqr::<Portable, N, R>(&md, a, &mut got);
+            assert_eq!(want, got, "sqr, N = {N}, R = {R}");
+        }
+    }
+
+    #[test]
+    fn blocked_products_equal_the_fused_ones() {
+        for seed in [0x1234_5678_9abc_def1, 0xfeed_f00d_0bad_cafe, 7] {
+            check::<30, ROWS>(seed);
+            check::<40, ROWS>(seed);
+            check::<30, 6>(seed);
+            check::<40, 8>(seed);
+            check::<40, 5>(seed);
+        }
+    }
+}

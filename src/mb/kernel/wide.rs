@@ -202,11 +202,9 @@ fn reduce<V: Lanes, const N: usize, const R: usize>(
         });
         q = next;
     }
-    let mut acc = [V::zero(); N];
-    acc.copy_from_slice(&t[N..2 * N]);
-    acc[0] = acc[0].add(carry);
-    normalize(&mut acc);
-    *r = acc;
+    t[N] = t[N].add(carry);
+    normalize(&mut t[N..2 * N]);
+    r.copy_from_slice(&t[N..2 * N]);
 }
 
 /// The q of rows i0..i0+R from columns i0..i0+R (which have every earlier row's terms), each

@@ -27,14 +27,15 @@ use crate::mb::lanes::Lanes;
 
 /// `$col += Σ_k lo(x_k·y) + hi(x_k·z)` over the rows k of a block (`$k` in 0..R) for which
 /// the low condition gives y and the high one z, in four chains (low and high halves, even
-/// and odd rows) so that a column waits on R/2 products, not 2R. Conditions and indices are constants where
-/// the rows are written out.
+/// and odd rows) so that a column waits on R/2 products, not 2R. Conditions and indices are
+/// constants where the rows are written out (R and 2R are at most `FUSED_MAX`, the reach of
+/// `unroll_short!`).
 macro_rules! add_terms {
     ($V:ty, $R:expr, $col:expr, $x:expr, $k:ident,
      lo if $lc:expr => $lv:expr, hi if $hc:expr => $hv:expr) => {{
         let mut l = [$col, <$V as Lanes>::zero()];
         let mut h = [<$V as Lanes>::zero(); 2];
-        unroll_rows!($V: $k in 0..$R, {
+        unroll_short!($V: $k in 0..$R, {
             if $lc {
                 l[$k % 2] = l[$k % 2].madd52lo($x[$k], $lv);
             }
@@ -44,17 +45,6 @@ macro_rules! add_terms {
         });
         $col = l[0].add(l[1]).add(h[0].add(h[1]));
     }};
-}
-
-/// [`unroll!`] for the rows of a block (at most 2R = 20 iterations).
-macro_rules! unroll_rows {
-    ($V:ty: $i:ident in $from:tt..$n:expr, $body:block) => {
-        if <$V as Lanes>::UNROLL {
-            unroll!(@ $i, $from, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19);
-        } else {
-            for $i in $from..$n $body
-        }
-    };
 }
 
 /// Rows per block: divides 30 and 40; its multipliers, the next block's q and the limbs of m
@@ -88,17 +78,14 @@ fn mul_columns<V: Lanes, const N: usize, const R: usize>(
         let i0 = blk * R;
         let x: [V; R] = core::array::from_fn(|k| b[i0 + k]);
         // Column i0 + c takes lo(x_k·a_(c−k)) and hi(x_k·a_(c−k−1)) where those limbs exist.
-        unroll_rows!(V: c in 0..R, {
+        unroll_short!(V: c in 0..R, {
             add_terms!(V, R, t[i0 + c], x, k,
                 lo if k <= c => a[c - k], hi if k < c => a[c - k - 1]);
         });
         unroll!(V: c in R..N, {
             add_terms!(V, R, t[i0 + c], x, k, lo if true => a[c - k], hi if true => a[c - k - 1]);
         });
-        unroll_rows!(V: c in 0..R, {
-            add_terms!(V, R, t[i0 + N + c], x, k,
-                lo if k > c => a[N + c - k], hi if k >= c => a[N + c - k - 1]);
-        });
+        add_top_columns::<V, N, R>(t, i0, &x, a);
     }
 }
 
@@ -134,10 +121,7 @@ fn sqr_columns<V: Lanes, const N: usize, const R: usize>(a: &[V; N], t: &mut [V;
             add_terms!(V, R, t[2 * i0 + s], x, k, lo if true => a[j - k], hi if true => a[j - k - 1]);
         }
         // ... and the last R columns have the rows whose limb j stays below N.
-        unroll_rows!(V: c in 0..R, {
-            add_terms!(V, R, t[i0 + N + c], x, k,
-                lo if k > c => a[N + c - k], hi if k >= c => a[N + c - k - 1]);
-        });
+        add_top_columns::<V, N, R>(t, i0, &x, a);
     }
     let i0 = N - R;
     let x: [V; R] = core::array::from_fn(|k| a[i0 + k]);
@@ -159,11 +143,26 @@ fn sqr_first_columns<V: Lanes, const N: usize, const R: usize>(
     last: bool,
     t: &mut [V; COLS],
 ) {
-    unroll_rows!(V: s in 0..(2 * R), {
+    unroll_short!(V: s in 0..(2 * R), {
         let j = i0 + s;
         add_terms!(V, R, t[2 * i0 + s], x, k,
             lo if s > 2 * k && (!last || s < R + k) => a[j - k],
             hi if s > 2 * k + 1 && (!last || s <= R + k) => a[j - k - 1]);
+    });
+}
+
+/// The last R columns of a block of rows i0.. multiplying `y`: columns i0 + N + c, where row
+/// k still has a limb of y when k > c (low half) or k ≥ c (high half).
+#[inline(always)]
+fn add_top_columns<V: Lanes, const N: usize, const R: usize>(
+    t: &mut [V; COLS],
+    i0: usize,
+    x: &[V; R],
+    y: &[V; N],
+) {
+    unroll_short!(V: c in 0..R, {
+        add_terms!(V, R, t[i0 + N + c], x, k,
+            lo if k > c => y[N + c - k], hi if k >= c => y[N + c - k - 1]);
     });
 }
 
@@ -185,7 +184,7 @@ fn reduce<V: Lanes, const N: usize, const R: usize>(
     let mut q = block_q::<V, N, R>(md, t, 0, &mut carry);
     for blk in 0..N / R {
         let i0 = blk * R;
-        unroll_rows!(V: c in R..(2 * R), {
+        unroll_short!(V: c in R..(2 * R), {
             add_terms!(V, R, t[i0 + c], q, k, lo if true => m[c - k], hi if true => m[c - k - 1]);
         });
         let next = if blk + 1 < N / R {
@@ -196,10 +195,7 @@ fn reduce<V: Lanes, const N: usize, const R: usize>(
         unroll!(V: c in (2 * R)..N, {
             add_terms!(V, R, t[i0 + c], q, k, lo if true => m[c - k], hi if true => m[c - k - 1]);
         });
-        unroll_rows!(V: c in 0..R, {
-            add_terms!(V, R, t[i0 + N + c], q, k,
-                lo if k > c => m[N + c - k], hi if k >= c => m[N + c - k - 1]);
-        });
+        add_top_columns::<V, N, R>(t, i0, &q, m);
         q = next;
     }
     t[N] = t[N].add(carry);
@@ -218,7 +214,7 @@ fn block_q<V: Lanes, const N: usize, const R: usize>(
 ) -> [V; R] {
     let m = &md.m;
     let mut q = [V::zero(); R];
-    unroll_rows!(V: c in 0..R, {
+    unroll_short!(V: c in 0..R, {
         let mut col = t[i0 + c].add(*carry);
         add_terms!(V, R, col, q, k, lo if k < c => m[c - k], hi if k < c => m[c - k - 1]);
         let (qc, up) = md.q_and_carry(col);

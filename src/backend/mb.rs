@@ -8,9 +8,10 @@
 //! computes it on its own thread; what never fills is taken by the gatherer's flusher, an
 //! ordinary-priority thread, within a bounded delay. A batch reduces each blinded input mod p
 //! and mod q, runs the halves as lanes, recombines (Garner, in constant time:
-//! `rsa::ops::recombine`) and completes the requests. The caller then checks each result with
-//! e and unblinds (`finish_private`): a wrong lane is caught there and recomputed without
-//! CRT, as for any backend.
+//! `rsa::ops::recombine`), raises each result to e mod p and mod q in the same lanes, and
+//! completes the requests. The caller then compares those with its blinded input and unblinds
+//! (`finish_private`): a wrong lane is caught there and recomputed without CRT, as for any
+//! backend.
 //!
 //! A group too small to pay for a kernel call (see [`min_requests`]), or what is left of a
 //! group after its full calls when that is too small, is computed by libcrypto's scalar code;
@@ -22,6 +23,7 @@ use crate::completion::{Completer, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
 use crate::mb::{self, Engine, PreparedLane, Size};
 use crate::rsa::ct_limbs::{self, BigNumLimbs, Limbs};
+use crate::rsa::ops::CheckResidues;
 use crate::rsa::RsaKey;
 use crate::settings::mb::MbConfig;
 use crate::settings::BackendKind;
@@ -181,16 +183,14 @@ struct KeyLanes {
     q: mb::Prepared,
     dp: Limbs,
     dq: Limbs,
-    /// n and e for the fault check in lanes, when n fits a size class (RSA-2048 and
-    /// smaller); larger keys are checked by libcrypto in `finish_private`.
-    check: Option<CheckLanes>,
+    /// e in the size class's width, for the fault check in the primes' lanes; `None` when e
+    /// is wider than the primes (`finish_private` then checks with libcrypto).
+    e: Option<PublicExponent>,
 }
 
-/// The public half: n prepared and e in n's class width.
-struct CheckLanes {
-    n: mb::Prepared,
-    e: Limbs,
-    e_bits: usize,
+struct PublicExponent {
+    limbs: Limbs,
+    bits: usize,
 }
 
 impl KeyLanes {
@@ -201,42 +201,33 @@ impl KeyLanes {
         let (Some(p), Some(q)) = (both.next(), both.next()) else {
             unreachable!("two moduli prepared")
         };
+        let e = key.e()?;
         Ok(KeyLanes {
             p,
             q,
             dp: key.exps[0].to_limbs(w)?,
             dq: key.exps[1].to_limbs(w)?,
-            check: CheckLanes::make(engine, key)?,
+            e: e.to_limbs(w).ok().map(|limbs| PublicExponent {
+                limbs,
+                bits: ct_limbs::declassify_usize(e.num_bits()),
+            }),
         })
-    }
-}
-
-impl CheckLanes {
-    fn make(engine: Engine, key: &RsaKey) -> KaeResult<Option<CheckLanes>> {
-        let Some(size) = Size::for_bits(key.bits()) else {
-            return Ok(None);
-        };
-        let w = size.words();
-        let e = key.e()?;
-        let n = mb::Prepared::many(engine, size, &[&key.n()?.to_limbs(w)?])?
-            .pop()
-            .ok_or(KaeError::Internal)?;
-        Ok(Some(CheckLanes {
-            n,
-            e: e.to_limbs(w)?,
-            e_bits: ct_limbs::declassify_usize(e.num_bits()),
-        }))
     }
 }
 
 /// A request of the batch with its result y: its index and its key's lanes.
 type Answered = (usize, Arc<KeyLanes>, Limbs);
 
+/// A number mod p and mod q, each padded to the size class's width: two lanes.
+struct Residues {
+    p: Limbs,
+    q: Limbs,
+}
+
 /// One request's CRT halves, ready as two lanes.
 struct Halves {
     key: Arc<KeyLanes>,
-    cp: Limbs,
-    cq: Limbs,
+    c: Residues,
 }
 
 fn padded(x: &[u64], words: usize) -> KaeResult<Limbs> {
@@ -248,26 +239,33 @@ fn padded(x: &[u64], words: usize) -> KaeResult<Limbs> {
     Ok(v)
 }
 
-/// Reduces the blinded input mod p and mod q (in constant time: `ct_limbs`) and takes the
-/// key's lanes from its backend state, made here at the key's first batch.
-fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Halves> {
-    let key = &req.key;
+/// x mod p and x mod q in constant time (`ct_limbs`), for `size`'s lanes.
+fn residues(key: &RsaKey, x: &[u64], size: Size) -> KaeResult<Residues> {
     let crt = key
         .mont()?
         .crt
         .as_ref()
         .ok_or(KaeError::MissingPrivateKey)?;
+    let w = size.words();
+    Ok(Residues {
+        p: padded(&crt.lp.reduce(x), w)?,
+        q: padded(&crt.lq.reduce(x), w)?,
+    })
+}
+
+/// Reduces the blinded input mod p and mod q and takes the key's lanes from its backend
+/// state, made here at the key's first batch.
+fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Halves> {
+    let key = &req.key;
     let lanes = key.backend_state.get_or_make_valid(
         BackendKind::MultiBuffer.name(),
         |k: &KeyLanes| k.p.size() == size,
         || KeyLanes::make(engine, key, size),
     )?;
-    let w = size.words();
     let x = crate::rsa::ops::limbs_from_be(key, &req.input)?;
     Ok(Halves {
         key: lanes,
-        cp: padded(&crt.lp.reduce(&x), w)?,
-        cq: padded(&crt.lq.reduce(&x), w)?,
+        c: residues(key, &x, size)?,
     })
 }
 
@@ -342,12 +340,12 @@ impl Batcher {
             for (_, h) in chunk {
                 lanes.push(PreparedLane {
                     modulus: &h.key.p,
-                    base: &h.cp,
+                    base: &h.c.p,
                     exp: &h.key.dp,
                 });
                 lanes.push(PreparedLane {
                     modulus: &h.key.q,
-                    base: &h.cq,
+                    base: &h.c.q,
                     exp: &h.key.dq,
                 });
             }
@@ -381,59 +379,62 @@ impl Batcher {
         self.check_in_lanes(batch, results);
     }
 
-    /// The fault check's exponentiation y^e mod n for the group's results, 8 per kernel call
-    /// (by n's size class), into each request's `check`; `finish_private` compares it with
-    /// the blinded input. A request left without one (n too large, a failed call) is checked
-    /// there by libcrypto.
+    /// The fault check's exponentiations y^e mod p and y^e mod q for the group's results, in
+    /// the primes' lanes (4 results per kernel call), into each request's `check`;
+    /// `finish_private` compares them with the blinded input mod p and mod q. A request left
+    /// without them (e wider than the primes, a failed call) is checked there by libcrypto.
     fn check_in_lanes(&self, batch: &mut [Request], results: Vec<Answered>) {
-        let mut by_size: Vec<(Size, Vec<Answered>)> = Vec::new();
+        let mut ready: Vec<(usize, Arc<KeyLanes>, Residues)> = Vec::with_capacity(results.len());
         for (i, lanes, y) in results {
-            let Some(c) = &lanes.check else { continue };
-            let size = c.n.size();
-            let Ok(y) = padded(&y, size.words()) else {
+            if lanes.e.is_none() {
                 continue;
-            };
-            match by_size.iter_mut().find(|(s, _)| *s == size) {
-                Some((_, v)) => v.push((i, lanes, y)),
-                None => by_size.push((size, vec![(i, lanes, y)])),
+            }
+            if let Ok(y) = residues(&batch[i].key, &y, lanes.p.size()) {
+                ready.push((i, lanes, y));
             }
         }
-        for (_, group) in by_size {
-            for chunk in group.chunks(mb::LANES) {
-                // Lane k is request chunk_idx[k]: made together, so they cannot drift apart.
-                let (chunk_idx, lanes): (Vec<usize>, Vec<PreparedLane>) = chunk
-                    .iter()
-                    .filter_map(|(i, k, y)| {
-                        let c = k.check.as_ref()?;
-                        Some((
-                            *i,
-                            PreparedLane {
-                                modulus: &c.n,
-                                base: y,
-                                exp: &c.e,
-                            },
-                        ))
-                    })
-                    .unzip();
-                let e_bits = chunk
-                    .iter()
-                    .filter_map(|(_, k, _)| k.check.as_ref().map(|c| c.e_bits))
-                    .max()
-                    .unwrap_or(0);
-                let Ok(out) = mb::mod_exp_public(self.engine, &lanes, e_bits) else {
+        for chunk in ready.chunks(PER_CALL) {
+            let mut lanes: Vec<PreparedLane> = Vec::with_capacity(2 * chunk.len());
+            let mut e_bits = 0;
+            for (_, k, y) in chunk {
+                let Some(e) = &k.e else {
+                    unreachable!("kept only with e")
+                };
+                e_bits = e_bits.max(e.bits);
+                lanes.push(PreparedLane {
+                    modulus: &k.p,
+                    base: &y.p,
+                    exp: &e.limbs,
+                });
+                lanes.push(PreparedLane {
+                    modulus: &k.q,
+                    base: &y.q,
+                    exp: &e.limbs,
+                });
+            }
+            let Ok(out) = mb::mod_exp_public(self.engine, &lanes, e_bits) else {
+                continue;
+            };
+            for ((i, _, _), pair) in chunk.iter().zip(out.chunks(2)) {
+                let r = &mut batch[*i];
+                let Ok(crt) = r.key.mont().map(|m| m.crt.as_ref()) else {
                     continue;
                 };
-                for (i, check) in chunk_idx.iter().zip(out) {
-                    let r = &mut batch[*i];
-                    let width = r.key.mont().map_or(0, |m| m.ln.width());
-                    r.check = check.ok().filter(|c| c.len() >= width).map(|mut c| {
-                        c.truncate(width);
-                        c
-                    });
-                }
+                r.check = match (crt, &pair[0], &pair[1]) {
+                    (Some(crt), Ok(yp), Ok(yq)) => Some(CheckResidues {
+                        mod_p: truncated(yp, crt.lp.width()),
+                        mod_q: truncated(yq, crt.lq.width()),
+                    }),
+                    _ => None,
+                };
             }
         }
     }
+}
+
+/// The first `words` words of `x` (a value below a prime of that width).
+fn truncated(x: &[u64], words: usize) -> Limbs {
+    Zeroizing::new(x[..words.min(x.len())].to_vec())
 }
 
 #[cfg(test)]
@@ -458,8 +459,9 @@ mod tests {
         }
     }
 
-    /// A batch hands back, beside each result y, y^e mod n computed in lanes: the request's
-    /// input when y is right (checked against num-bigint), not when a lane went wrong.
+    /// A batch hands back, beside each result y, y^e mod p and mod q computed in lanes: the
+    /// request's input mod p and mod q when y is right (checked against num-bigint), not
+    /// when a lane went wrong.
     #[test]
     fn a_batch_checks_its_results_in_lanes() {
         use crate::completion::Waiter;
@@ -472,8 +474,10 @@ mod tests {
             )
             .unwrap(),
         );
-        let n = BigUint::from_bytes_be(&key.n().unwrap().to_be_bytes().unwrap());
-        let d = BigUint::from_bytes_be(&key.d.as_ref().unwrap().to_be_bytes().unwrap());
+        let big = |b: &crate::ffi::bn::BigNum| BigUint::from_bytes_be(&b.to_be_bytes().unwrap());
+        let (n, d) = (big(key.n().unwrap()), big(key.d.as_ref().unwrap()));
+        let (p, q) = (big(&key.primes[0]), big(&key.primes[1]));
+        let value = |l: &[u64]| BigUint::from_bytes_le(&ct_limbs::to_le_bytes(l));
         for fault_lane in [None, Some(2)] {
             let batcher = Batcher {
                 engine: Engine::Portable,
@@ -496,9 +500,8 @@ mod tests {
                 assert_eq!(r.result, Ok(()), "request {i}");
                 let x = BigUint::from_bytes_be(&r.input);
                 let right = BigUint::from_bytes_be(&r.output) == x.modpow(&d, &n);
-                let check = r.check.as_ref().expect("a check value from the lanes");
-                let input = crate::rsa::ops::limbs_from_be(&key, &r.input).unwrap();
-                let matches = ct_limbs::eq(check, &input) == 1;
+                let check = r.check.as_ref().expect("check values from the lanes");
+                let matches = value(&check.mod_p) == &x % &p && value(&check.mod_q) == &x % &q;
                 // Lane 2 is request 1's p half.
                 let wronged = fault_lane == Some(2) && i == 1;
                 assert_eq!(right, !wronged, "request {i}, fault lane {fault_lane:?}");

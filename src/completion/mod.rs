@@ -9,7 +9,7 @@ pub use sleeper::Sleeper;
 pub use waiter::{Outcome, Waiter, WaiterWake};
 
 use crate::error::KaeResult;
-use crate::rsa::ct_limbs::Limbs;
+use crate::rsa::ops::CheckResidues;
 use crate::rsa::RsaKey;
 use std::sync::{Arc, Mutex};
 use zeroize::Zeroizing;
@@ -35,10 +35,10 @@ pub struct Request {
     pub input: Zeroizing<Vec<u8>>,
     pub output: Zeroizing<Vec<u8>>,
     pub result: KaeResult<()>,
-    /// y^e mod n of `output`, when the backend computed it with kae's own arithmetic (the
-    /// multi-buffer lanes): `finish_private` compares it with the blinded input instead of
-    /// exponentiating again. Never set from hardware results.
-    pub check: Option<Limbs>,
+    /// y^e mod p and mod q of `output`, when the backend computed them with kae's own
+    /// arithmetic (the multi-buffer lanes): `finish_private` compares them with the blinded
+    /// input instead of exponentiating again. Never set from hardware results.
+    pub check: Option<CheckResidues>,
     pub waiter: Arc<Waiter>,
 }
 

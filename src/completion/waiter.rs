@@ -11,7 +11,7 @@
 
 use crate::error::KaeResult;
 use crate::ffi::async_job::JobWake;
-use crate::rsa::ct_limbs::Limbs;
+use crate::rsa::ops::CheckResidues;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::thread::Thread;
@@ -37,7 +37,7 @@ impl WaiterWake {
 pub struct Outcome {
     pub result: KaeResult<()>,
     pub output: Zeroizing<Vec<u8>>,
-    pub check: Option<Limbs>,
+    pub check: Option<CheckResidues>,
 }
 
 struct WakeState {

@@ -639,7 +639,7 @@ mod tests {
         exp[0][3] = 0xF000_0000_0000_0000;
         exp[1][3] = 0b101;
         assert_eq!(window_bits(&exp, 3, 60, 5), 0b1_1111);
-        assert_eq!(window_bits(&exp, 3, 62, 5), 0b101_11);
+        assert_eq!(window_bits(&exp, 3, 62, 5), 0b1_0111);
         assert_eq!(window_bits(&exp, 2, 62, 5), 0);
     }
 }

@@ -11,7 +11,7 @@ use crate::backend::SyncPolicy;
 use crate::completion::{OpKind, Request, Waiter};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
-use crate::rsa::ct_limbs::Limbs;
+use crate::rsa::ops::CheckResidues;
 use crate::rsa::RsaKey;
 use crate::settings::{AsyncMode, BackendKind};
 use crate::stats;
@@ -128,7 +128,7 @@ fn dispatch(
     key: &Arc<RsaKey>,
     input: &[u8],
     out: &mut [u8],
-) -> KaeResult<Option<Limbs>> {
+) -> KaeResult<Option<CheckResidues>> {
     match how {
         How::Job(job) => run_async(pool, job, kind, key, input, out),
         How::Block => {

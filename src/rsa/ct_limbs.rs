@@ -130,6 +130,9 @@ pub struct Modulus {
     rr: Limbs,
     /// R mod m.
     r1: Limbs,
+    /// Whether m's top bit (bit 64·width − 1) is set, as for every RSA prime of a standard
+    /// size: then any number of `width` words is below 2m. Public (m's bit length).
+    full_width: bool,
     /// The same product on AVX-512 IFMA, where the CPU has it (same R, same results).
     #[cfg(target_arch = "x86_64")]
     ifma: Option<crate::mb::mont1::Prepared>,
@@ -162,11 +165,13 @@ impl Modulus {
         #[cfg(target_arch = "x86_64")]
         let ifma = crate::mb::cpu::IfmaToken::detect()
             .and_then(|token| crate::mb::mont1::Prepared::new(token, &m, n0));
+        let full_width = declassify_u64(m[w - 1] >> 63) == 1;
         Modulus {
             m,
             n0,
             rr,
             r1,
+            full_width,
             #[cfg(target_arch = "x86_64")]
             ifma,
         }
@@ -200,7 +205,7 @@ impl Modulus {
         // no allocation per product. Wiped before returning.
         let mut on_stack = [0u64; MONT_STACK_LIMBS];
         let mut on_heap: Vec<u64>;
-        let buf: &mut [u64] = if 3 * w + 1 <= MONT_STACK_LIMBS {
+        let buf: &mut [u64] = if 3 * w < MONT_STACK_LIMBS {
             &mut on_stack[..3 * w + 1]
         } else {
             on_heap = vec![0u64; 3 * w + 1];
@@ -277,9 +282,10 @@ impl Modulus {
     }
 
     /// x mod m for x of any (public) width, constant time. One chunk of `width` limbs:
+    /// one subtraction of m when m is full width (the chunk is below 2m), else
     /// x·(R mod m)·R⁻¹, one Montgomery product. Two (x = c0 + c1·R, e.g. an RSA input mod
-    /// one prime): c0·(R mod m)·R⁻¹ + c1·(R² mod m)·R⁻¹, two. Wider: Horner's rule over the
-    /// chunks in the Montgomery domain (acc·R² + chunk·R² per step, then one REDC).
+    /// one prime): c0 so, plus c1·(R² mod m)·R⁻¹. Wider: Horner's rule over the chunks in
+    /// the Montgomery domain (acc·R² + chunk·R² per step, then one REDC).
     pub fn reduce(&self, x: &[u64]) -> Limbs {
         let w = self.width();
         let mut chunk: Limbs = Zeroizing::new(vec![0u64; w]);
@@ -287,7 +293,15 @@ impl Modulus {
         if chunks <= 2 {
             let lo = x.len().min(w);
             chunk[..lo].copy_from_slice(&x[..lo]);
-            let mut acc = self.mont_mul(&chunk, &self.r1);
+            let mut acc = if self.full_width {
+                // chunk − m, plus m again when that borrowed: chunk < 2^(64w) ≤ 2m.
+                let mut r: Limbs = Zeroizing::new(vec![0u64; w]);
+                let borrow = sub_into(&mut r, &chunk, &self.m);
+                add_masked(&mut r, &self.m, mask(borrow));
+                r
+            } else {
+                self.mont_mul(&chunk, &self.r1)
+            };
             if x.len() <= w {
                 return acc;
             }
@@ -490,9 +504,16 @@ mod tests {
     fn mont_mul_reduce_sub_match_the_oracle() {
         let mut g = Rng(0xdead_beef_cafe_f00d);
         // 65 limbs: above what `mont_mul` keeps on the stack.
-        for w in [1usize, 2, 4, 16, 64, 65] {
-            let m = g.odd(w);
+        // Each width with a full-width modulus (top bit set: `reduce` subtracts) and a
+        // shorter one (`reduce` multiplies).
+        let widths = [1usize, 2, 4, 16, 64, 65];
+        for (w, full) in widths.iter().flat_map(|&w| [(w, true), (w, false)]) {
+            let m = match full {
+                true => g.odd(w),
+                false => (g.odd(w) >> 7u32) | BigUint::from(1u8),
+            };
             let md = modulus(&m, w);
+            assert_eq!(md.full_width, full, "width {w}");
             let r = BigUint::from(1u8) << (64 * w);
             let rinv = r.modinv(&m).unwrap();
             for _ in 0..20 {
@@ -541,7 +562,7 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX-512 IFMA (scripts/ifma-emulate.sh runs it)");
             return;
         }
-        let mut g = Rng(0x5eed_0f_1f4a);
+        let mut g = Rng(0x005e_ed0f_1f4a);
         for w in 1usize..=64 {
             // a full-width modulus, one with its top word small, and one below 2^64·(w−1)+1
             let full = g.odd(w);

@@ -258,10 +258,12 @@ fn changing_one_lane_never_changes_another() {
 const CHILD: &str = "KAE_MB_TAINT_CHILD";
 
 /// Runs under valgrind (started by the test below); not a test on its own. The moduli, bases
-/// and exponents are marked undefined (the public-exponent routine's exponents excepted): any branch, address or length that depends on them is
-/// a memcheck error. valgrind has no AVX-512, so this checks the portable instantiation of the
-/// generic kernel; the IFMA one runs the same code with instruction-for-lane operations that
-/// are themselves constant time.
+/// and exponents are marked undefined (the public-exponent routine's exponents excepted): any
+/// branch, address or length that depends on them is a memcheck error. valgrind has no AVX-512,
+/// so this checks the portable instantiation of the generic kernel; the IFMA one runs the same
+/// code with instruction-for-lane operations that are themselves constant time. Two sizes:
+/// 512 bits (the fused rows) and 1536 bits with a 64-bit exponent (the blocked products of
+/// `mb::kernel::wide`, kept short for valgrind's sake).
 #[test]
 #[ignore]
 fn taint_child() {
@@ -271,14 +273,19 @@ fn taint_child() {
     if taint_support::canary_branch() {
         return;
     }
-    let mut g = Xs(0x1357_9BDF_2468_ACE0);
-    let size = Size::B512;
+    taint_size(Size::B512, Size::B512.bits(), 0x1357_9BDF_2468_ACE0);
+    taint_size(Size::B1536, 64, 0x2468_ACE0_1357_9BDF);
+}
+
+/// [`taint_child`]'s exponentiations in one size class, secret exponents of `exp_bits` bits.
+fn taint_size(size: Size, exp_bits: usize, seed: u64) {
+    let mut g = Xs(seed);
     let bits = size.bits();
     let w = size.words();
     let cases: Vec<(BigUint, BigUint, BigUint)> = (0..8)
         .map(|_| {
             let m = g.odd_modulus(bits);
-            (m.clone(), g.below_bits(bits) % &m, g.below_bits(bits))
+            (m.clone(), g.below_bits(bits) % &m, g.below_bits(exp_bits))
         })
         .collect();
     let data: Vec<[Vec<u64>; 3]> = cases
@@ -298,10 +305,10 @@ fn taint_child() {
             exp: e,
         })
         .collect();
-    let got = mb::mod_exp(Engine::Portable, size, &lanes, bits).unwrap();
+    let got = mb::mod_exp(Engine::Portable, size, &lanes, exp_bits).unwrap();
     for (r, (m, b, e)) in got.iter().zip(&cases) {
         mark_public_words(r);
-        assert_eq!(from_words(r), b.modpow(e, m));
+        assert_eq!(from_words(r), b.modpow(e, m), "{size:?}");
     }
     // The fault check's routine: moduli and bases secret (a blinded result), exponents public.
     let public_e: Vec<Vec<u64>> = (0..8).map(|i| vec![[65537u64, 3, 17][i % 3]]).collect();

@@ -17,8 +17,9 @@ use crate::rsa::key::{Blinding, CrtCache, RsaKey};
 const BLINDING_MAX_USES: u32 = 32;
 /// Blinding pairs kept per key (one per concurrently signing thread is enough).
 const BLINDING_POOL: usize = 16;
-/// Blinding pairs made at a time: one inversion serves them all.
-const BLINDING_BATCH: usize = 8;
+/// Blinding pairs made at a time: one inversion serves them all (a pool's worth; libcrypto's
+/// inversion costs several times a pair's other work).
+const BLINDING_BATCH: usize = BLINDING_POOL;
 /// Draws of r for one blinding pair before giving up (as OpenSSL).
 const BLINDING_TRIES: usize = 32;
 
@@ -85,14 +86,12 @@ fn new_blindings(key: &RsaKey, ctx: &BnCtx, count: usize) -> KaeResult<Vec<Blind
         None => vec![one_blinding_inverse(n, w, ctx)?],
     };
     let e = key.e()?;
+    let e = e.to_limbs(ct_limbs::declassify_usize(e.num_bits()).div_ceil(64).max(1))?;
     let mut pairs = Vec::with_capacity(inverses.len());
     for (rl, ri) in &inverses {
-        // r^e; the constant-time flag keeps libcrypto on its constant-time exponentiation.
-        let r = BigNum::from_limbs(rl, true)?;
-        let mut a = BigNum::new_secure_unflagged()?;
-        arith::mod_exp_vartime(&mut a, &r, e, n, &mont.n, ctx)?;
+        // r^e in Montgomery form, constant time in r (e is public).
         pairs.push(Blinding {
-            a: ln.to_mont(&a.to_limbs(w)?),
+            a: ln.pow_public_exp(&ln.to_mont(rl), &e),
             ai: ln.to_mont(ri),
             uses: 0,
             pid: std::process::id(),

@@ -320,15 +320,16 @@ fn r_squared_n<V: Lanes, const N: usize>(m: &Interleaved, k0: &[u64; 8], rr: &mu
 /// - `exp`: 64-bit words per lane, little-endian; only the low `exp_bits` bits are read;
 /// - `out`: N limbs, fully reduced (below m).
 #[inline(always)]
-fn exp_n<V: Lanes, const N: usize>(
-    m: &Interleaved,
-    k0: &[u64; 8],
-    rr: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
+fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
+    let ExpCall {
+        m,
+        k0,
+        rr,
+        base,
+        exp,
+        exp_bits,
+        ..
+    } = *call;
     let mut md = modulus::<V, N>(m, k0);
     // The working numbers live on the heap: a caller may be an OpenSSL async job, whose
     // stack is small.
@@ -419,15 +420,16 @@ fn exp_n<V: Lanes, const N: usize>(
 /// lane by mask. Time depends on the exponents (public) and never on `base` or `m`. Same
 /// layout and conditions as [`exp_n`]; `exp_bits` is the longest exponent's length.
 #[inline(always)]
-fn exp_public_n<V: Lanes, const N: usize>(
-    m: &Interleaved,
-    k0: &[u64; 8],
-    rr: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
+fn exp_public_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
+    let ExpCall {
+        m,
+        k0,
+        rr,
+        base,
+        exp,
+        exp_bits,
+        ..
+    } = *call;
     let md = modulus::<V, N>(m, k0);
     // On the heap, as in `exp_n`.
     #[allow(clippy::useless_vec)]
@@ -483,22 +485,25 @@ pub(crate) enum Exponent {
     Public,
 }
 
-/// [`exp_n`] or [`exp_public_n`], as `kind` says.
+/// One kernel call's inputs, interleaved (`[j][lane]`): the moduli in 52-bit limbs, their
+/// −m⁻¹ mod 2^52 and R² mod m, the bases (52-bit limbs, below m), the exponents (64-bit
+/// words) and the exponents' public bit length.
+pub(crate) struct ExpCall<'a> {
+    pub kind: Exponent,
+    pub m: &'a Interleaved,
+    pub k0: &'a [u64; 8],
+    pub rr: &'a Interleaved,
+    pub base: &'a Interleaved,
+    pub exp: &'a Interleaved,
+    pub exp_bits: usize,
+}
+
+/// [`exp_n`] or [`exp_public_n`], as `call.kind` says.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn exp_kind_n<V: Lanes, const N: usize>(
-    kind: Exponent,
-    m: &Interleaved,
-    k0: &[u64; 8],
-    rr: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
-    match kind {
-        Exponent::Secret => exp_n::<V, N>(m, k0, rr, base, exp, exp_bits, out),
-        Exponent::Public => exp_public_n::<V, N>(m, k0, rr, base, exp, exp_bits, out),
+fn exp_kind_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
+    match call.kind {
+        Exponent::Secret => exp_n::<V, N>(call, out),
+        Exponent::Public => exp_public_n::<V, N>(call, out),
     }
 }
 
@@ -533,20 +538,10 @@ pub(crate) fn r_squared_portable(m: &Interleaved, k0: &[u64; 8], rr: &mut Interl
 }
 
 /// [`exp_n`] or [`exp_public_n`] on the portable lanes.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn exp_portable(
-    kind: Exponent,
-    m: &Interleaved,
-    k0: &[u64; 8],
-    rr: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
+pub(crate) fn exp_portable(call: &ExpCall<'_>, out: &mut Interleaved) {
     by_limbs!(
-        m.len(),
-        exp_kind_n::<super::lanes::Portable>(kind, m, k0, rr, base, exp, exp_bits, out)
+        call.m.len(),
+        exp_kind_n::<super::lanes::Portable>(call, out)
     )
 }
 
@@ -559,25 +554,9 @@ pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &
 
 /// [`exp_n`] or [`exp_public_n`] on AVX-512 IFMA; the token proves the CPU has it.
 #[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn exp_ifma(
-    _: IfmaToken,
-    kind: Exponent,
-    m: &Interleaved,
-    k0: &[u64; 8],
-    rr: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
+pub(crate) fn exp_ifma(_: IfmaToken, call: &ExpCall<'_>, out: &mut Interleaved) {
     // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
-    unsafe {
-        by_limbs!(
-            m.len(),
-            exp_ifma_n::<ifma::Ifma>(kind, m, k0, rr, base, exp, exp_bits, out)
-        )
-    }
+    unsafe { by_limbs!(call.m.len(), exp_ifma_n::<ifma::Ifma>(call, out)) }
 }
 
 // One function per limb count (not inlined into the dispatch): each has a stack frame sized
@@ -601,18 +580,8 @@ unsafe fn r_squared_ifma_n<V: Lanes, const N: usize>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn exp_ifma_n<V: Lanes, const N: usize>(
-    kind: Exponent,
-    m: &Interleaved,
-    k0: &[u64; 8],
-    rr: &Interleaved,
-    base: &Interleaved,
-    exp: &Interleaved,
-    exp_bits: usize,
-    out: &mut Interleaved,
-) {
-    exp_kind_n::<V, N>(kind, m, k0, rr, base, exp, exp_bits, out)
+unsafe fn exp_ifma_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
+    exp_kind_n::<V, N>(call, out)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub(crate) mod lanes;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod mont1;
 
-use kernel::Exponent;
+use kernel::{ExpCall, Exponent};
 
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::stack::on_kernel_stack;
@@ -212,17 +212,16 @@ pub unsafe fn exp_ifma_interleaved(
     // and AVX-512 IFMA instructions.
     let token = unsafe { IfmaToken::assume() };
     kernel::r_squared_ifma(token, m, &k0, &mut rr);
-    kernel::exp_ifma(
-        token,
-        Exponent::Secret,
+    let call = ExpCall {
+        kind: Exponent::Secret,
         m,
-        &k0,
-        &rr,
+        k0: &k0,
+        rr: &rr,
         base,
         exp,
         exp_bits,
-        out,
-    )
+    };
+    kernel::exp_ifma(token, &call, out)
 }
 
 /// Not API: the portable twin of [`exp_ifma_interleaved`] (same layout and conditions).
@@ -238,7 +237,16 @@ pub fn exp_portable_interleaved(
     let k0 = kernel::neg_inv52_lanes(m);
     let mut rr = vec![[0u64; LANES]; m.len()];
     kernel::r_squared_portable(m, &k0, &mut rr);
-    kernel::exp_portable(Exponent::Secret, m, &k0, &rr, base, exp, exp_bits, out)
+    let call = ExpCall {
+        kind: Exponent::Secret,
+        m,
+        k0: &k0,
+        rr: &rr,
+        base,
+        exp,
+        exp_bits,
+    };
+    kernel::exp_portable(&call, out)
 }
 
 /// `base^exp mod modulus` for each lane, fully reduced, as `size.words()` words each.
@@ -432,14 +440,21 @@ fn run_prepared(
         exp_words.max(1),
     );
     let mut out = Zeroizing::new(vec![[0u64; LANES]; n]);
+    let call = ExpCall {
+        kind,
+        m: &m,
+        k0: &k0,
+        rr: &rr,
+        base: &b,
+        exp: &e,
+        exp_bits,
+    };
     on_kernel_stack(|| match engine {
         #[cfg(target_arch = "x86_64")]
-        Engine::Ifma(token) => {
-            kernel::exp_ifma(token, kind, &m, &k0, &rr, &b, &e, exp_bits, &mut out)
-        }
+        Engine::Ifma(token) => kernel::exp_ifma(token, &call, &mut out),
         #[cfg(not(target_arch = "x86_64"))]
         Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
-        Engine::Portable => kernel::exp_portable(kind, &m, &k0, &rr, &b, &e, exp_bits, &mut out),
+        Engine::Portable => kernel::exp_portable(&call, &mut out),
     })
     .ok_or(KaeError::OutOfMemory)?;
     let mut results = Vec::with_capacity(lanes.len());

@@ -16,9 +16,12 @@
 //! A caller with too little else in flight would only wait for company that never fills a
 //! call (one connection, `-async_jobs 1` or 2): after [`SOLO_FLUSHES`] flushes in a row that
 //! held fewer requests of each class than [`Shape::least`], all their submitters waiting for
-//! them, [`Gather::wants`] sends lone requests back to be computed inline, and lets one in
-//! [`PROBE_EVERY`] through to notice when company returns. A submit that finds enough others
-//! of its class pending ends solo mode at once.
+//! them, [`Gather::wants`] sends lone requests back to be computed inline, and lets a probe
+//! through now and then to notice when company returns: the first after [`PROBE_FIRST`] lone
+//! requests, then twice as many after each probe that was flushed alone, up to [`PROBE_MAX`].
+//! A server whose load comes and goes (HAProxy between bursts of handshakes) thus leaves solo
+//! mode within a few requests, and a caller that really is alone pays for a probe rarely. A
+//! submit that finds enough others of its class pending ends solo mode at once.
 
 use crate::completion::{Completer, Request, Sleeper};
 use crate::error::KaeError;
@@ -36,8 +39,10 @@ const QUIET_MAX_US: u64 = 1_000;
 /// Flushes in a row of requests that came alone (too few to be worth a call) after which
 /// lone requests compute inline.
 pub const SOLO_FLUSHES: u32 = 3;
-/// In solo mode, one lone request in this many is still gathered (to notice company).
-pub const PROBE_EVERY: u32 = 128;
+/// In solo mode, lone requests before the first probe (a request gathered to notice company).
+pub const PROBE_FIRST: u32 = 8;
+/// Most lone requests between two probes: each probe flushed alone doubles the gap up to this.
+pub const PROBE_MAX: u32 = 128;
 
 /// Computes a batch (all requests of one call complete together afterwards).
 pub type BatchFn = Arc<dyn Fn(&mut [Request]) + Send + Sync>;
@@ -81,10 +86,16 @@ struct Shared {
     solo: AtomicU32,
     /// Submissions since the flusher last took a batch.
     since_flush: AtomicU32,
-    probes: AtomicU32,
+    /// Lone requests refused since the last probe, and how many make the next one.
+    refused: AtomicU32,
+    probe_gap: AtomicU32,
     /// Tests: the flusher takes nothing while set (what is pending stays pending).
     #[cfg(test)]
     hold: AtomicBool,
+    /// Tests: the flusher takes the last submitter as waiting, whatever the scheduler says (a
+    /// test thread preempted on a loaded host is runnable while it means to wait).
+    #[cfg(test)]
+    assume_waiting: AtomicBool,
     shape: Shape,
     compute: BatchFn,
     completer: Arc<Completer>,
@@ -123,9 +134,12 @@ impl Gather {
             epoch: Instant::now(),
             solo: AtomicU32::new(0),
             since_flush: AtomicU32::new(0),
-            probes: AtomicU32::new(0),
+            refused: AtomicU32::new(0),
+            probe_gap: AtomicU32::new(PROBE_FIRST),
             #[cfg(test)]
             hold: AtomicBool::new(false),
+            #[cfg(test)]
+            assume_waiting: AtomicBool::new(false),
             shape,
             compute,
             completer,
@@ -139,13 +153,18 @@ impl Gather {
     }
 
     /// Whether a request should be gathered now; false means "compute it inline": nothing
-    /// else is pending and recent requests came alone (except one probe in [`PROBE_EVERY`]).
+    /// else is pending and recent requests came alone (except the probes).
     pub fn wants(&self) -> bool {
         let s = &self.shared;
         if s.solo.load(Ordering::Relaxed) < SOLO_FLUSHES || s.len.load(Ordering::Acquire) > 0 {
             return true;
         }
-        s.probes.fetch_add(1, Ordering::Relaxed) % PROBE_EVERY == PROBE_EVERY - 1
+        let refused = s.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        if refused < s.probe_gap.load(Ordering::Relaxed) {
+            return false;
+        }
+        s.refused.store(0, Ordering::Relaxed);
+        true
     }
 
     /// Queues `req`; when it completes a full batch of its class, computes that batch on the
@@ -173,7 +192,7 @@ impl Gather {
             .filter(|r| (s.shape.class)(r) == class)
             .count();
         if same >= (s.shape.least)(class) {
-            s.solo.store(0, Ordering::Relaxed); // company enough to fill a call
+            s.company(); // enough to fill a call
         }
         if !was_empty {
             let gap = now.saturating_sub(s.last_submit_us.load(Ordering::Relaxed));
@@ -261,6 +280,27 @@ fn take_class(pending: &mut Vec<Request>, class: fn(&Request) -> usize, c: usize
 }
 
 impl Shared {
+    /// Company came (enough requests of a class to fill a call): out of solo mode, and a
+    /// later solo mode probes soon again. Written only when it changes (a submit's hot path).
+    fn company(&self) {
+        if self.solo.load(Ordering::Relaxed) != 0 {
+            self.solo.store(0, Ordering::Relaxed);
+            self.probe_gap.store(PROBE_FIRST, Ordering::Relaxed);
+            self.refused.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the thread that submitted last is not runnable: it waits for its requests, so
+    /// nothing more is coming from it now.
+    fn submitter_waits(&self) -> bool {
+        #[cfg(test)]
+        if self.assume_waiting.load(Ordering::Acquire) {
+            return true;
+        }
+        crate::ffi::sched::thread_is_runnable(self.last_submitter.load(Ordering::Relaxed))
+            != Some(true)
+    }
+
     fn now_us(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
@@ -363,8 +403,9 @@ fn flusher_loop(s: &Shared) {
             let since_last = s
                 .now_us()
                 .saturating_sub(s.last_submit_us.load(Ordering::Relaxed));
-            // A probe in solo mode only asks whether company is there now: it waits the
-            // shortest quiet time, whatever its submitter does meanwhile.
+            // A probe in solo mode asks whether company is there now: it waits the shortest
+            // quiet time, and for its submitter to wait too (a server that goes on working
+            // after it submitted is about to bring company: its next handshake).
             let probing = s.solo.load(Ordering::Relaxed) >= SOLO_FLUSHES;
             let quiet = if probing {
                 Duration::from_micros(QUIET_MIN_US)
@@ -372,11 +413,7 @@ fn flusher_loop(s: &Shared) {
                 s.quiet()
             };
             let waited = first.elapsed();
-            let quiet_now = Duration::from_micros(since_last) >= quiet
-                && (probing
-                    || crate::ffi::sched::thread_is_runnable(
-                        s.last_submitter.load(Ordering::Relaxed),
-                    ) != Some(true));
+            let quiet_now = Duration::from_micros(since_last) >= quiet && s.submitter_waits();
             if quiet_now || waited >= MAX_WAIT {
                 let submitted = {
                     let mut pending = lock(&s.pending);
@@ -389,7 +426,7 @@ fn flusher_loop(s: &Shared) {
                 }
                 // Alone: too few of every class to be worth a call, all there was since the
                 // last flush, and their submitter waiting for them (a flush forced by MAX_WAIT
-                // while it was still runnable, preempted on a busy host, is not).
+                // while it was still runnable, preempted on a busy host or working on, is not).
                 let too_few = |r: &Request| {
                     let class = (s.shape.class)(r);
                     batch.iter().filter(|o| (s.shape.class)(o) == class).count()
@@ -401,8 +438,16 @@ fn flusher_loop(s: &Shared) {
                         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
                             Some(n.saturating_add(1))
                         });
+                    if probing {
+                        // A probe that found nobody: wait twice as long for the next.
+                        let _ =
+                            s.probe_gap
+                                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |g| {
+                                    Some(g.saturating_mul(2).min(PROBE_MAX))
+                                });
+                    }
                 } else {
-                    s.solo.store(0, Ordering::Relaxed);
+                    s.company();
                 }
                 s.run(&mut batch);
                 break;
@@ -617,28 +662,54 @@ mod tests {
         g.shutdown();
     }
 
-    #[test]
-    fn lone_requests_go_inline_after_solo_flushes_and_company_ends_it() {
-        let (g, _seen) = gather(8);
-        let k = key();
-        assert!(g.wants());
-        // A flush forced while this thread was runnable (a loaded host) does not count as
-        // alone: lone requests go on until SOLO_FLUSHES of them did (a few more at most).
+    /// Lone requests until `g` is in solo mode. A flush forced while this thread was runnable
+    /// (a loaded host) does not count as alone: they go on until SOLO_FLUSHES of them did (a
+    /// few more at most).
+    fn until_solo(g: &Gather, k: &Arc<RsaKey>) {
         let mut lone = 0;
         while g.shared.solo.load(Ordering::Relaxed) < SOLO_FLUSHES {
             assert!(
                 lone < 10 * SOLO_FLUSHES,
                 "lone requests never counted as alone"
             );
-            let (r, w) = request(&k, lone as u8);
+            let (r, w) = request(k, lone as u8);
             assert!(g.wants());
             assert!(g.submit(r).is_ok());
             assert!(w.done_within(Duration::from_secs(20)));
             lone += 1;
         }
-        // Solo now: most lone requests are refused, one in PROBE_EVERY is let through.
-        let wanted = (0..PROBE_EVERY * 4).filter(|_| g.wants()).count();
+    }
+
+    #[test]
+    fn lone_requests_go_inline_after_solo_flushes_and_company_ends_it() {
+        let (g, _seen) = gather(8);
+        let k = key();
+        assert!(g.wants());
+        until_solo(&g, &k);
+        // From here this thread means to wait for each of its requests.
+        g.shared.assume_waiting.store(true, Ordering::Release);
+        // Solo now: most lone requests are refused, one in PROBE_FIRST is let through while
+        // no probe is flushed alone.
+        let wanted = (0..PROBE_FIRST * 4).filter(|_| g.wants()).count();
         assert_eq!(wanted, 4);
+        // Each probe flushed alone doubles the gap before the next, up to PROBE_MAX.
+        let mut gaps = Vec::new();
+        let mut expected = Vec::new();
+        let mut gap = PROBE_FIRST;
+        for t in 0..6u8 {
+            let mut asked = 1;
+            while !g.wants() {
+                asked += 1;
+                assert!(asked <= 2 * PROBE_MAX, "no probe in {asked} lone requests");
+            }
+            gaps.push(asked);
+            expected.push(gap);
+            gap = (2 * gap).min(PROBE_MAX);
+            let (r, w) = request(&k, 200 + t);
+            assert!(g.submit(r).is_ok());
+            assert!(w.done_within(Duration::from_secs(20)));
+        }
+        assert_eq!(gaps, expected);
         // A probe that finds company ends solo mode at once (the flusher held meanwhile: a
         // probe is flushed after 60 µs, which a loaded host can take between two lines).
         let (r1, w1) = request(&k, 1);
@@ -650,6 +721,42 @@ mod tests {
         g.shared.hold.store(false, Ordering::Release);
         assert!(w1.done_within(Duration::from_secs(20)) && w2.done_within(Duration::from_secs(20)));
         assert!(g.wants(), "company ended solo mode");
+        assert_eq!(
+            g.shared.probe_gap.load(Ordering::Relaxed),
+            PROBE_FIRST,
+            "a later solo mode probes soon again"
+        );
+        g.shutdown();
+    }
+
+    #[test]
+    fn a_probe_whose_submitter_goes_on_working_ends_solo_mode() {
+        let (g, _seen) = gather(8);
+        let k = key();
+        until_solo(&g, &k);
+        let mut asked = 1;
+        while !g.wants() {
+            asked += 1;
+            assert!(asked <= PROBE_FIRST, "no probe after {asked} lone requests");
+        }
+        // A server between handshakes: its thread stays runnable while the probe waits, so
+        // the probe waits with it (at most MAX_WAIT) and does not count as alone.
+        let (r, w) = request(&k, 7);
+        assert!(g.submit(r).is_ok());
+        let t0 = Instant::now();
+        while !w.is_done() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the probe was never flushed"
+            );
+            std::hint::spin_loop();
+        }
+        assert_eq!(
+            g.shared.solo.load(Ordering::Relaxed),
+            0,
+            "still in solo mode"
+        );
+        assert!(g.wants());
         g.shutdown();
     }
 
@@ -694,17 +801,20 @@ mod tests {
             "{:?}",
             seen.lock().unwrap()
         );
-        let wanted = (0..PROBE_EVERY * 4).filter(|_| g.wants()).count();
+        let wanted = (0..PROBE_FIRST * 4).filter(|_| g.wants()).count();
         assert_eq!(
             wanted, 4,
             "pairs that never fill a call compute inline but for probes"
         );
-        // A probe meeting one other request is still too few: solo mode stays...
+        // A probe meeting one other request is still too few: solo mode stays (this thread
+        // waits for both)...
+        g.shared.assume_waiting.store(true, Ordering::Release);
         let (r1, w1) = request(&k, 100);
         let (r2, w2) = request(&k, 101);
         assert!(g.submit(r1).is_ok() && g.submit(r2).is_ok());
         assert!(w1.done_within(Duration::from_secs(20)) && w2.done_within(Duration::from_secs(20)));
-        let wanted = (0..PROBE_EVERY).filter(|_| g.wants()).count();
+        // (and, flushed alone while probing, doubled the gap before the next probe)
+        let wanted = (0..2 * PROBE_FIRST).filter(|_| g.wants()).count();
         assert_eq!(wanted, 1, "one more pair did not end solo mode");
         // ...three of a class end it at once (the flusher held while they arrive).
         g.shared.hold.store(true, Ordering::Release);

@@ -82,9 +82,7 @@ fn mul_columns<V: Lanes, const N: usize, const R: usize>(
             add_terms!(V, R, t[i0 + c], x, k,
                 lo if k <= c => a[c - k], hi if k < c => a[c - k - 1]);
         });
-        unroll!(V: c in R..N, {
-            add_terms!(V, R, t[i0 + c], x, k, lo if true => a[c - k], hi if true => a[c - k - 1]);
-        });
+        add_full_columns::<V, N, R>(t, i0, R, &x, a);
         add_top_columns::<V, N, R>(t, i0, &x, a);
     }
 }
@@ -151,6 +149,21 @@ fn sqr_first_columns<V: Lanes, const N: usize, const R: usize>(
     });
 }
 
+/// Columns i0 + c for c in `from..N` of a block of rows i0.. multiplying `y`, where every
+/// row of the block has both limbs of `y` (c ≥ R).
+#[inline(always)]
+fn add_full_columns<V: Lanes, const N: usize, const R: usize>(
+    t: &mut [V; COLS],
+    i0: usize,
+    from: usize,
+    x: &[V; R],
+    y: &[V; N],
+) {
+    unroll!(V: c in from..N, {
+        add_terms!(V, R, t[i0 + c], x, k, lo if true => y[c - k], hi if true => y[c - k - 1]);
+    });
+}
+
 /// The last R columns of a block of rows i0.. multiplying `y`: columns i0 + N + c, where row
 /// k still has a limb of y when k > c (low half) or k ≥ c (high half).
 #[inline(always)]
@@ -192,9 +205,7 @@ fn reduce<V: Lanes, const N: usize, const R: usize>(
         } else {
             q
         };
-        unroll!(V: c in (2 * R)..N, {
-            add_terms!(V, R, t[i0 + c], q, k, lo if true => m[c - k], hi if true => m[c - k - 1]);
-        });
+        add_full_columns::<V, N, R>(t, i0, 2 * R, &q, m);
         add_top_columns::<V, N, R>(t, i0, &q, m);
         q = next;
     }

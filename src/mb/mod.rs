@@ -205,23 +205,18 @@ pub unsafe fn exp_ifma_interleaved(
     exp_bits: usize,
     out: &mut [[u64; LANES]],
 ) {
-    assert!(m.len() == base.len() && m.len() == out.len() && exp.len() * 64 >= exp_bits);
-    let k0 = kernel::neg_inv52_lanes(m);
-    let mut rr = vec![[0u64; LANES]; m.len()];
     // SAFETY: this function's contract is assume's: the CPU running the kernel executes AVX-512F
     // and AVX-512 IFMA instructions.
     let token = unsafe { IfmaToken::assume() };
-    kernel::r_squared_ifma(token, m, &k0, &mut rr);
-    let call = ExpCall {
-        kind: Exponent::Secret,
+    exp_interleaved(
         m,
-        k0: &k0,
-        rr: &rr,
         base,
         exp,
         exp_bits,
-    };
-    kernel::exp_ifma(token, &call, out)
+        out,
+        |m, k0, rr| kernel::r_squared_ifma(token, m, k0, rr),
+        |call, out| kernel::exp_ifma(token, call, out),
+    )
 }
 
 /// Not API: the portable twin of [`exp_ifma_interleaved`] (same layout and conditions).
@@ -233,10 +228,32 @@ pub fn exp_portable_interleaved(
     exp_bits: usize,
     out: &mut [[u64; LANES]],
 ) {
+    exp_interleaved(
+        m,
+        base,
+        exp,
+        exp_bits,
+        out,
+        kernel::r_squared_portable,
+        kernel::exp_portable,
+    )
+}
+
+/// The body of both interleaved entry points, on the engine whose R² and exponentiation
+/// `r_squared` and `exp_n` run.
+fn exp_interleaved(
+    m: &[[u64; LANES]],
+    base: &[[u64; LANES]],
+    exp: &[[u64; LANES]],
+    exp_bits: usize,
+    out: &mut [[u64; LANES]],
+    r_squared: impl FnOnce(&[[u64; LANES]], &[u64; LANES], &mut [[u64; LANES]]),
+    exp_n: impl FnOnce(&ExpCall<'_>, &mut [[u64; LANES]]),
+) {
     assert!(m.len() == base.len() && m.len() == out.len() && exp.len() * 64 >= exp_bits);
     let k0 = kernel::neg_inv52_lanes(m);
     let mut rr = vec![[0u64; LANES]; m.len()];
-    kernel::r_squared_portable(m, &k0, &mut rr);
+    r_squared(m, &k0, &mut rr);
     let call = ExpCall {
         kind: Exponent::Secret,
         m,
@@ -246,7 +263,7 @@ pub fn exp_portable_interleaved(
         exp,
         exp_bits,
     };
-    kernel::exp_portable(&call, out)
+    exp_n(&call, out)
 }
 
 /// `base^exp mod modulus` for each lane, fully reduced, as `size.words()` words each.

@@ -284,10 +284,40 @@ fn modulus<V: Lanes, const N: usize>(m: &Interleaved, k0: &[u64; 8]) -> Modulus<
         m: [V::zero(); N],
         k0: V::from_array(*k0),
     };
-    for (v, l) in md.m.iter_mut().zip(m) {
+    load(m, &mut md.m);
+    md
+}
+
+/// Interleaved limbs into vectors, one per limb.
+#[inline(always)]
+fn load<V: Lanes, const N: usize>(src: &Interleaved, dst: &mut [V; N]) {
+    for (v, l) in dst.iter_mut().zip(src) {
         *v = V::from_array(*l);
     }
-    md
+}
+
+/// out = acc·R⁻¹ mod m, fully reduced: leaves Montgomery form (a result ≤ m) and subtracts m
+/// once if needed. `acc` and `scratch` are overwritten.
+#[inline(always)]
+fn leave_montgomery<V: Lanes, const N: usize>(
+    md: &Modulus<V, N>,
+    acc: &mut [V; N],
+    scratch: &mut [V; N],
+    out: &mut Interleaved,
+) {
+    let mut one = [V::zero(); N];
+    one[0] = V::splat(1);
+    md.mul(acc, &one, scratch);
+    *acc = md.sub_if_ge(scratch);
+    store(acc, out);
+}
+
+/// Vectors back into interleaved limbs.
+#[inline(always)]
+fn store<V: Lanes, const N: usize>(src: &[V; N], out: &mut Interleaved) {
+    for (o, v) in out.iter_mut().zip(src) {
+        *o = v.to_array();
+    }
 }
 
 /// −m⁻¹ mod 2^52 of each lane's modulus (`m`: 52-bit limbs, odd).
@@ -304,9 +334,7 @@ pub(crate) fn neg_inv52_lanes(m: &Interleaved) -> [u64; 8] {
 fn r_squared_n<V: Lanes, const N: usize>(m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
     let mut md = modulus::<V, N>(m, k0);
     let mut x = vec![md.r_squared()];
-    for (o, v) in rr.iter_mut().zip(x[0].iter()) {
-        *o = v.to_array();
-    }
+    store(&x[0], rr);
     // R² mod p gives p away; −m⁻¹ its low limb.
     wipe(&mut x[0]);
     wipe(&mut md.m);
@@ -321,16 +349,8 @@ fn r_squared_n<V: Lanes, const N: usize>(m: &Interleaved, k0: &[u64; 8], rr: &mu
 /// - `out`: N limbs, fully reduced (below m).
 #[inline(always)]
 fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
-    let ExpCall {
-        m,
-        k0,
-        rr,
-        base,
-        exp,
-        exp_bits,
-        ..
-    } = *call;
-    let mut md = modulus::<V, N>(m, k0);
+    let (exp, exp_bits) = (call.exp, call.exp_bits);
+    let mut md = modulus::<V, N>(call.m, call.k0);
     // The working numbers live on the heap: a caller may be an OpenSSL async job, whose
     // stack is small.
     let window = window_for(N);
@@ -342,12 +362,8 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
     };
     // Results alternate between two buffers: swapping the references copies nothing.
     let (mut acc, mut tmp) = (acc, tmp);
-    for (v, l) in rr_v.iter_mut().zip(rr) {
-        *v = V::from_array(*l);
-    }
-    for (v, l) in x.iter_mut().zip(base) {
-        *v = V::from_array(*l);
-    }
+    load(call.rr, rr_v);
+    load(call.base, x);
 
     // table[0] = R mod m (one), table[1] = base·R mod m, table[i] = table[i-1]·table[1].
     let mut one = [V::zero(); N];
@@ -396,12 +412,7 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
         *acc = table[0]; // exponent of no bits: one
     }
 
-    // Leave Montgomery form (result ≤ m) and subtract m once if needed.
-    md.mul(acc, &one, sel);
-    *acc = md.sub_if_ge(sel);
-    for (o, v) in out.iter_mut().zip(acc.iter()) {
-        *o = v.to_array();
-    }
+    leave_montgomery(&md, acc, sel, out);
 
     for t in table.iter_mut() {
         wipe(t);
@@ -421,28 +432,16 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
 /// layout and conditions as [`exp_n`]; `exp_bits` is the longest exponent's length.
 #[inline(always)]
 fn exp_public_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
-    let ExpCall {
-        m,
-        k0,
-        rr,
-        base,
-        exp,
-        exp_bits,
-        ..
-    } = *call;
-    let md = modulus::<V, N>(m, k0);
+    let (exp, exp_bits) = (call.exp, call.exp_bits);
+    let md = modulus::<V, N>(call.m, call.k0);
     // On the heap, as in `exp_n`.
     #[allow(clippy::useless_vec)]
     let mut bufs = vec![[V::zero(); N]; 5];
     let [acc, tmp, x, rr_v, one] = &mut bufs[..] else {
         unreachable!("five buffers")
     };
-    for (v, l) in rr_v.iter_mut().zip(rr) {
-        *v = V::from_array(*l);
-    }
-    for (v, l) in x.iter_mut().zip(base) {
-        *v = V::from_array(*l);
-    }
+    load(call.rr, rr_v);
+    load(call.base, x);
     one[0] = V::splat(1);
     // acc = one (R mod m), x = base·R mod m.
     md.mul(rr_v, one, acc);
@@ -465,11 +464,7 @@ fn exp_public_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interlea
             }
         }
     }
-    md.mul(acc, one, tmp);
-    *acc = md.sub_if_ge(tmp);
-    for (o, v) in out.iter_mut().zip(acc.iter()) {
-        *o = v.to_array();
-    }
+    leave_montgomery(&md, acc, tmp, out);
     for buf in bufs.iter_mut() {
         wipe(buf);
     }

@@ -110,11 +110,13 @@ pub(crate) struct Modulus<V: Lanes, const N: usize> {
 }
 
 impl<V: Lanes, const N: usize> Modulus<V, N> {
-    /// q making the row's low limb `low` vanish, and the carry out of that limb.
+    /// q making the row's low limb `low` vanish, and the carry out of that limb. The limb
+    /// low + lo52(m_0·q) is a multiple of 2^52 by the choice of q, so its carry is
+    /// ⌈low / 2^52⌉ (low < 2^60): an add and a shift instead of a third multiply-add.
     #[inline(always)]
     fn q_and_carry(&self, low: V) -> (V, V) {
         let q = V::zero().madd52lo(low, self.k0);
-        (q, low.madd52lo(self.m[0], q).shr::<52>())
+        (q, low.add(V::splat(MASK52)).shr::<52>())
     }
 
     /// r = a·b/R mod m, below 2m, for a, b below 2m (or a < R and b < m): [`Self::fused_mul`]

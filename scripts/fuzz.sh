@@ -29,7 +29,8 @@ settable/import/get table), key_import (inconsistent key components), differenti
 Environment: KAE_FUZZ_KNOWN=skip makes `differential` skip the two input classes of
 already-filed differences (ciphertext length != modulus length, output buffer smaller
 than the largest possible output) so a run can look for anything else.
-FUZZ_ARGS: extra libFuzzer arguments (e.g. "-jobs=2").
+FUZZ_ARGS: extra libFuzzer arguments (e.g. "-jobs=2"). KAE_FUZZ_TARGET_DIR: cargo's
+target dir for the fuzz build (default fuzz/target).
 EOF
 }
 
@@ -61,8 +62,11 @@ command -v cargo-fuzz >/dev/null || { echo "fuzz.sh: cargo-fuzz not installed (c
 
 # -a: debug assertions on (the padding code's debug_assert!s are part of what is checked).
 FUZZ=(cargo +nightly fuzz)
+# KAE_FUZZ_TARGET_DIR: where the fuzz build goes (.ci/run keeps one across runs).
+DIR_ARGS=()
+[[ -n ${KAE_FUZZ_TARGET_DIR:-} ]] && DIR_ARGS=(--target-dir "$KAE_FUZZ_TARGET_DIR")
 echo "building fuzz targets..." >&2
-"${FUZZ[@]}" build -a >/dev/null 2>fuzz/build.log || { cat fuzz/build.log >&2; exit 1; }
+"${FUZZ[@]}" build -a "${DIR_ARGS[@]}" >/dev/null 2>fuzz/build.log || { cat fuzz/build.log >&2; exit 1; }
 
 LOGDIR=$(mktemp -d "${TMPDIR:-/tmp}/kae-fuzz.XXXXXX")
 status=0
@@ -75,7 +79,7 @@ for t in "${TARGETS[@]}"; do
     # fuzz/regressions/<target>/ holds inputs of past findings: they run first, every time.
     seeds=()
     [[ -d "fuzz/regressions/$t" ]] && seeds=("fuzz/regressions/$t")
-    "${FUZZ[@]}" run -a "$t" "fuzz/corpus/$t" "${seeds[@]}" -- \
+    "${FUZZ[@]}" run -a "${DIR_ARGS[@]}" "$t" "fuzz/corpus/$t" "${seeds[@]}" -- \
         -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=4096 \
         -print_final_stats=1 ${FUZZ_ARGS:-} >"$LOGDIR/$t.log" 2>&1 || rc=$?
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOGDIR/$t.log" | tail -1 | grep -o '[0-9]*$' || true)

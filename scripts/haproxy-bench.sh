@@ -12,9 +12,10 @@
 # rounds, kae first in even ones) and at the same time, sharing the server CPU. The table
 # gives medians and the median of the per-round (paired) ratios. With the default provider nothing pauses. With kae,
 # private-key operations inside HAProxy's ASYNC jobs go to kae's queue pool when offload can
-# help: kae's `async = auto` computes inline when the process may run on one CPU only (the
-# default SERVER_CPUS=0), because CPU workers on the server's own core only take turns with
-# HAProxy's thread. Set KAE_ASYNC=yes to force the offload anyway (to measure its cost), or
+# help. The multi-buffer backend batches them even on the one server CPU; on the CPU backend
+# kae's `async = auto` computes inline when the process may run on one CPU only (the default
+# SERVER_CPUS=0), because CPU workers on the server's own core only take turns with HAProxy's
+# thread. Set KAE_ASYNC=yes to force the offload anyway (to measure its cost), or
 # SERVER_CPUS=0,1 to give the workers a core (then the client shares it).
 #
 # Knobs (environment), besides those in scripts/bench-common.sh:

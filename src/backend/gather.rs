@@ -96,6 +96,9 @@ struct Shared {
     /// test thread preempted on a loaded host is runnable while it means to wait).
     #[cfg(test)]
     assume_waiting: AtomicBool,
+    /// Tests: how many times the flusher asked whether the submitter waits.
+    #[cfg(test)]
+    waits_asked: AtomicU32,
     shape: Shape,
     compute: BatchFn,
     completer: Arc<Completer>,
@@ -140,6 +143,8 @@ impl Gather {
             hold: AtomicBool::new(false),
             #[cfg(test)]
             assume_waiting: AtomicBool::new(false),
+            #[cfg(test)]
+            waits_asked: AtomicU32::new(0),
             shape,
             compute,
             completer,
@@ -294,8 +299,11 @@ impl Shared {
     /// nothing more is coming from it now.
     fn submitter_waits(&self) -> bool {
         #[cfg(test)]
-        if self.assume_waiting.load(Ordering::Acquire) {
-            return true;
+        {
+            self.waits_asked.fetch_add(1, Ordering::Relaxed);
+            if self.assume_waiting.load(Ordering::Acquire) {
+                return true;
+            }
         }
         crate::ffi::sched::thread_is_runnable(self.last_submitter.load(Ordering::Relaxed))
             != Some(true)
@@ -387,6 +395,8 @@ fn flusher_loop(s: &Shared) {
             return;
         }
         let first = Instant::now();
+        // Times in a row the quiet time had passed but the submitter was still working.
+        let mut working = 0u32;
         loop {
             // Handed over while it waited for quiet, or as it left the park.
             if let Some(mut b) = s.take_handed() {
@@ -413,7 +423,8 @@ fn flusher_loop(s: &Shared) {
                 s.quiet()
             };
             let waited = first.elapsed();
-            let quiet_now = Duration::from_micros(since_last) >= quiet && s.submitter_waits();
+            let quiet_passed = Duration::from_micros(since_last) >= quiet;
+            let quiet_now = quiet_passed && s.submitter_waits();
             if quiet_now || waited >= MAX_WAIT {
                 let submitted = {
                     let mut pending = lock(&s.pending);
@@ -452,7 +463,16 @@ fn flusher_loop(s: &Shared) {
                 s.run(&mut batch);
                 break;
             }
-            let left = quiet.saturating_sub(Duration::from_micros(since_last));
+            let left = if quiet_passed {
+                // Its submitter works on (a server between handshakes): look again later each
+                // time. Every look wakes this thread, on the server's own CPU when pinned, and
+                // reads procfs; MAX_WAIT still bounds the wait.
+                working = working.saturating_add(1);
+                Duration::from_micros((QUIET_MIN_US / 2) << working.min(6))
+            } else {
+                working = 0;
+                quiet.saturating_sub(Duration::from_micros(since_last))
+            };
             let left = left.max(Duration::from_micros(QUIET_MIN_US / 2));
             // Free while it waits: a full batch handed over now wakes it.
             s.flusher_idle.store(true, Ordering::Release);
@@ -757,6 +777,24 @@ mod tests {
             "still in solo mode"
         );
         assert!(g.wants());
+        g.shutdown();
+    }
+
+    #[test]
+    fn the_flusher_looks_at_a_working_submitter_less_and_less_often() {
+        let (g, _seen) = gather(8);
+        let k = key();
+        let (r, w) = request(&k, 3);
+        assert!(g.submit(r).is_ok());
+        // This thread spins (runnable) until its request is done: the flusher waits for it
+        // to wait, up to MAX_WAIT. Looking every QUIET_MIN_US / 2 meant about 60 looks.
+        let t0 = Instant::now();
+        while !w.is_done() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "never flushed");
+            std::hint::spin_loop();
+        }
+        let asked = g.shared.waits_asked.load(Ordering::Relaxed);
+        assert!(asked <= 12, "the flusher looked {asked} times");
         g.shutdown();
     }
 

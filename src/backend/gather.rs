@@ -378,6 +378,9 @@ impl Shared {
 fn flusher_loop(s: &Shared) {
     s.flusher.register_current();
     crate::ffi::sched::tighten_timer_slack();
+    // Its wake-ups (a first request, a timer) must not interrupt a server pinned to the same
+    // CPU: it has nothing to flush until that server waits anyway.
+    crate::ffi::sched::no_wakeup_preemption();
     let mut batch: Vec<Request> = Vec::new();
     loop {
         s.flusher_idle.store(true, Ordering::Release);
@@ -795,6 +798,43 @@ mod tests {
         }
         let asked = g.shared.waits_asked.load(Ordering::Relaxed);
         assert!(asked <= 12, "the flusher looked {asked} times");
+        g.shutdown();
+    }
+
+    #[test]
+    fn the_flusher_runs_without_wakeup_preemption() {
+        let policy = Arc::new(Mutex::new(None));
+        let log = policy.clone();
+        let compute: BatchFn = Arc::new(move |b: &mut [Request]| {
+            *log.lock().unwrap() = Some(crate::ffi::sched::current_policy());
+            for r in b.iter_mut() {
+                r.result = Ok(());
+            }
+        });
+        let shape = Shape {
+            class: |_| 0,
+            full: |_| 8,
+            least: |_| 1,
+            depth: 64,
+            hand_off: false,
+        };
+        let g = Gather::start(
+            "kae-test-policy",
+            shape,
+            compute,
+            Arc::new(Completer::new()),
+        )
+        .unwrap();
+        g.shared.assume_waiting.store(true, Ordering::Release);
+        // One request of eight: the flusher computes it.
+        let (r, w) = request(&key(), 1);
+        assert!(g.submit(r).is_ok());
+        let t0 = Instant::now();
+        while !w.is_done() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "never flushed");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(*policy.lock().unwrap(), Some(libc::SCHED_BATCH));
         g.shutdown();
     }
 

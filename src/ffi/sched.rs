@@ -14,6 +14,28 @@ pub fn tighten_timer_slack() {
     }
 }
 
+/// Puts the calling thread in SCHED_BATCH: the same share of CPU as any ordinary thread (it is
+/// never starved, unlike SCHED_IDLE), but its wake-ups do not preempt the thread running on its
+/// CPU; it runs when that thread blocks or at the scheduler's next turn. Best effort: a refusal
+/// leaves it an ordinary thread.
+pub fn no_wakeup_preemption() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid sched_param for the call; pid 0 is the calling thread.
+        unsafe {
+            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+        }
+    }
+}
+
+/// The calling thread's scheduling policy (`SCHED_*`), for tests.
+#[cfg(all(test, target_os = "linux"))]
+pub fn current_policy() -> i32 {
+    // SAFETY: no pointer is passed; pid 0 is the calling thread.
+    unsafe { libc::sched_getscheduler(0) }
+}
+
 /// The calling thread's kernel id (0 where there is none to give).
 pub fn current_tid() -> i32 {
     #[cfg(target_os = "linux")]

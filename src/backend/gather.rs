@@ -801,12 +801,15 @@ mod tests {
         g.shutdown();
     }
 
-    #[test]
-    fn the_flusher_runs_without_wakeup_preemption() {
-        let policy = Arc::new(Mutex::new(None));
-        let log = policy.clone();
+    /// A gatherer of one class, 8 requests to a call, `least` worth one, no hand-off; each
+    /// batch is shown to `record`, then answered.
+    fn one_class(
+        name: &str,
+        least: fn(usize) -> usize,
+        record: impl Fn(&[Request]) + Send + Sync + 'static,
+    ) -> Gather {
         let compute: BatchFn = Arc::new(move |b: &mut [Request]| {
-            *log.lock().unwrap() = Some(crate::ffi::sched::current_policy());
+            record(b);
             for r in b.iter_mut() {
                 r.result = Ok(());
             }
@@ -814,17 +817,24 @@ mod tests {
         let shape = Shape {
             class: |_| 0,
             full: |_| 8,
-            least: |_| 1,
+            least,
             depth: 64,
             hand_off: false,
         };
-        let g = Gather::start(
+        Gather::start(name, shape, compute, Arc::new(Completer::new())).unwrap()
+    }
+
+    #[test]
+    fn the_flusher_runs_without_wakeup_preemption() {
+        let policy = Arc::new(Mutex::new(None));
+        let log = policy.clone();
+        let g = one_class(
             "kae-test-policy",
-            shape,
-            compute,
-            Arc::new(Completer::new()),
-        )
-        .unwrap();
+            |_| 1,
+            move |_| {
+                *log.lock().unwrap() = Some(crate::ffi::sched::current_policy());
+            },
+        );
         g.shared.assume_waiting.store(true, Ordering::Release);
         // One request of eight: the flusher computes it.
         let (r, w) = request(&key(), 1);
@@ -842,20 +852,11 @@ mod tests {
     fn requests_too_few_to_fill_a_call_go_inline_like_lone_ones() {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
-        let compute: BatchFn = Arc::new(move |b: &mut [Request]| {
-            log.lock().unwrap().push(b.len());
-            for r in b.iter_mut() {
-                r.result = Ok(());
-            }
-        });
-        let shape = Shape {
-            class: |_| 0,
-            full: |_| 8,
-            least: |_| 3,
-            depth: 64,
-            hand_off: false,
-        };
-        let g = Gather::start("kae-test-few", shape, compute, Arc::new(Completer::new())).unwrap();
+        let g = one_class(
+            "kae-test-few",
+            |_| 3,
+            move |b| log.lock().unwrap().push(b.len()),
+        );
         let k = key();
         // Pairs (two async jobs): each flush holds 2, fewer than the 3 worth a call. The
         // flusher is held while a pair arrives (a loaded host may pause this thread between

@@ -3,7 +3,7 @@
 //! management makes and frees them; every operation receives them through `abi`.
 
 use crate::error::KaeError;
-use crate::ffi::bn::BigNum;
+use crate::ffi::bn::{BigNum, RandSource};
 use crate::provctx::ProvCtx;
 use crate::rsa::{KeyType, PssRestrictions, RsaKey};
 use core::ffi::c_void;
@@ -21,17 +21,24 @@ pub struct KeyObj {
     pub key: Arc<RsaKey>,
 }
 
+/// The instance's random-number context as a key's [`RandSource`], for keys that live only
+/// inside this instance's key objects (and the operations on them).
+fn rand_source(prov: &ProvCtx) -> RandSource {
+    // SAFETY: rand_libctx is one of prov's library contexts, created in init and freed only by
+    // teardown, which the core runs after it has freed every key object of this instance (its
+    // keys hold a reference to our key management, hence to the provider); a key given this
+    // handle, its copies and its scratch contexts live inside such an object or an operation
+    // on it.
+    unsafe { RandSource::from_raw(prov.rand_libctx()) }
+}
+
 /// "kaeRSAk\x01" as a little-endian word.
 const KEY_OBJ_TAG: u64 = u64::from_le_bytes(*b"kaeRSAk\x01");
 
 impl KeyObj {
     /// Wraps `key` for instance `prov`, attaching it to the instance's library context.
     pub fn new(prov: Arc<ProvCtx>, mut key: RsaKey) -> KeyObj {
-        // SAFETY: rand_libctx is one of prov's library contexts, created in init and freed only
-        // by teardown, which the core runs after it has freed every key object of this
-        // instance (its keys hold a reference to our key management, hence to the provider);
-        // the key and its scratch contexts live inside such an object or an operation on it.
-        unsafe { key.set_libctx(prov.rand_libctx()) };
+        key.set_rand_source(rand_source(&prov));
         KeyObj {
             tag: KEY_OBJ_TAG,
             prov,
@@ -42,8 +49,7 @@ impl KeyObj {
     /// Replaces the key inside the object by `key`, attached to the object's instance as in
     /// [`new`](Self::new).
     pub fn replace_key(&mut self, mut key: RsaKey) {
-        // SAFETY: as in new: the key goes into this object of the instance.
-        unsafe { key.set_libctx(self.prov.rand_libctx()) };
+        key.set_rand_source(rand_source(&self.prov));
         self.key = Arc::new(key);
     }
 
@@ -57,9 +63,7 @@ impl KeyObj {
         e: &BigNum,
         pss: Option<PssRestrictions>,
     ) -> Result<KeyObj, KaeError> {
-        // SAFETY: as in new: rand_libctx outlives every key object of the instance, and the
-        // generated key goes into one.
-        let mut key = unsafe { crate::rsa::ops::generate_in(prov.rand_libctx(), kind, bits, e) }?;
+        let mut key = crate::rsa::ops::generate_in(rand_source(&prov), kind, bits, e)?;
         key.pss = pss;
         Ok(KeyObj::new(prov, key))
     }

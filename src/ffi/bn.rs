@@ -206,6 +206,24 @@ impl Drop for BigNum {
     }
 }
 
+/// Which library context a secure scratch context draws random numbers from (blinding
+/// factors, prime tests): libcrypto's default one, or a provider instance's. A handle, not an
+/// owner: whoever makes one from a pointer answers for that context's life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RandSource(usize);
+
+impl RandSource {
+    /// libcrypto's default library context, which lives as long as the process.
+    pub const DEFAULT: RandSource = RandSource(0);
+
+    /// # Safety
+    /// `libctx` is NULL (the default context) or a live `OSSL_LIB_CTX` that is not freed while
+    /// the handle, any copy of it, or any [`BnCtx`] made from them ([`BnCtx::new_for`]) exists.
+    pub unsafe fn from_raw(libctx: *mut OSSL_LIB_CTX) -> RandSource {
+        RandSource(libctx as usize)
+    }
+}
+
 /// A scratch context for BN arithmetic (secure heap when available).
 pub struct BnCtx(NonNull<BN_CTX>);
 
@@ -228,6 +246,13 @@ impl BnCtx {
         NonNull::new(unsafe { BN_CTX_secure_new_ex(libctx) })
             .map(BnCtx)
             .ok_or(KaeError::OutOfMemory)
+    }
+    /// A secure-heap scratch context drawing its random numbers from `source`.
+    pub fn new_for(source: RandSource) -> KaeResult<Self> {
+        // SAFETY: a RandSource is the default context (NULL) or one its maker promised
+        // (`RandSource::from_raw`) to keep alive while the handle or any context made from it
+        // exists.
+        unsafe { Self::new_in(source.0 as *mut OSSL_LIB_CTX) }
     }
     /// A scratch context for public-value arithmetic (no secure heap, no cleansing on free).
     pub fn new_public() -> KaeResult<Self> {

@@ -2,7 +2,7 @@
 //! generation: nothing here depends on OpenSSL's private RSA structure.
 
 use crate::error::{KaeError, KaeResult};
-use crate::ffi::bn::{BigNum, BnCtx, MontCtx};
+use crate::ffi::bn::{BigNum, BnCtx, MontCtx, RandSource};
 use crate::rsa::ct_limbs::{BigNumLimbs, Limbs, Modulus};
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::DigestId;
@@ -118,10 +118,10 @@ pub struct RsaKey {
     pub(crate) blindings: Mutex<Vec<Blinding>>,
     /// Blinding pairs made for this key so far (test observable).
     pub(crate) blindings_made: AtomicU32,
-    /// The library context of the kae instance that owns the key (its child context), as an
-    /// address: blinding factors and prime tests draw their random numbers there. 0: the
-    /// default context (keys made outside a provider instance, in unit tests).
-    libctx: usize,
+    /// Where blinding factors and prime tests draw their random numbers: the library context
+    /// of the kae instance that owns the key, or the default one (keys made outside a provider
+    /// instance, in unit tests).
+    rand_source: RandSource,
     /// What a backend attached to this key (an HPRE session, a lane layout): made at first
     /// use, freed with the key, rebuilt in a forked child (`key_slot`).
     pub backend_state: crate::rsa::key_slot::KeySlot,
@@ -141,27 +141,19 @@ impl RsaKey {
             mont: OnceLock::new(),
             blindings: Mutex::new(Vec::new()),
             blindings_made: AtomicU32::new(0),
-            libctx: 0,
+            rand_source: RandSource::DEFAULT,
             backend_state: Default::default(),
         }
     }
 
     /// Attaches the key to a provider instance's library context (see the field).
-    ///
-    /// # Safety
-    /// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not
-    /// freed while this key, any copy of it ([`dup`](Self::dup)) or any scratch context made
-    /// from them ([`bn_ctx`](Self::bn_ctx), a safe method that hands it to libcrypto) exists.
-    pub unsafe fn set_libctx(&mut self, libctx: *mut crate::ffi::sys::OSSL_LIB_CTX) {
-        self.libctx = libctx as usize;
+    pub fn set_rand_source(&mut self, source: RandSource) {
+        self.rand_source = source;
     }
 
     /// A secure scratch context drawing random numbers from the key's library context.
     pub fn bn_ctx(&self) -> KaeResult<BnCtx> {
-        // SAFETY: self.libctx is 0 (NULL, the default context) or was set by set_libctx (or
-        // copied by dup from a key it was set on), whose contract keeps that context alive
-        // while the key and the scratch contexts made from it exist.
-        unsafe { BnCtx::new_in(self.libctx as *mut crate::ffi::sys::OSSL_LIB_CTX) }
+        BnCtx::new_for(self.rand_source)
     }
 
     pub fn has_public(&self) -> bool {
@@ -271,7 +263,7 @@ impl RsaKey {
     /// Copy of the selected parts (for keymgmt dup).
     pub fn dup(&self, public: bool, private: bool, params: bool) -> KaeResult<RsaKey> {
         let mut k = RsaKey::empty(self.kind);
-        k.libctx = self.libctx;
+        k.rand_source = self.rand_source;
         if public || private {
             k.n = self.n.as_ref().map(|b| b.dup(false)).transpose()?;
             k.e = self.e.as_ref().map(|b| b.dup(false)).transpose()?;

@@ -8,7 +8,7 @@
 //! 4. unblind.
 
 use crate::error::{KaeError, KaeResult};
-use crate::ffi::bn::{arith, BigNum, BnCtx};
+use crate::ffi::bn::{arith, BigNum, BnCtx, RandSource};
 use crate::rsa::ct_limbs::{self, BigNumLimbs, Limbs};
 use crate::rsa::key::{Blinding, CrtCache, RsaKey};
 
@@ -519,20 +519,13 @@ pub fn pairwise_test(key: &RsaKey) -> KaeResult<()> {
 /// bits set (so n has exactly `bits` bits), gcd(p−1, e) = gcd(q−1, e) = 1, |p − q| large,
 /// d = e^-1 mod lcm(p−1, q−1) with d > 2^(bits/2).
 pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> KaeResult<RsaKey> {
-    // SAFETY: NULL selects the default library context, which libcrypto keeps alive for the
-    // life of the process.
-    unsafe { generate_in(core::ptr::null_mut(), kind, bits, e_value) }
+    generate_in(RandSource::DEFAULT, kind, bits, e_value)
 }
 
-/// [`generate`] with primes and the pairwise test's blinding drawn from `libctx` (the
-/// provider instance's library context; NULL: the default one).
-///
-/// # Safety
-/// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not freed
-/// while the returned key, any copy of it or any scratch context made from them exists (the
-/// key keeps it: [`RsaKey::set_libctx`]).
-pub unsafe fn generate_in(
-    libctx: *mut crate::ffi::sys::OSSL_LIB_CTX,
+/// [`generate`] with primes and the pairwise test's blinding drawn from `source` (a provider
+/// instance's library context), which the key keeps ([`RsaKey::set_rand_source`]).
+pub fn generate_in(
+    source: RandSource,
     kind: crate::rsa::KeyType,
     bits: usize,
     e_value: &BigNum,
@@ -547,9 +540,7 @@ pub unsafe fn generate_in(
     if !e_value.is_odd() || e_value.is_one() || e_value.num_bits() > MAX_MODULUS_BITS / 2 {
         return Err(KaeError::BadPublicExponent);
     }
-    // SAFETY: libctx is NULL or outlives this call (the caller's contract); ctx is dropped
-    // when this function returns.
-    let ctx = unsafe { BnCtx::new_in(libctx) }?;
+    let ctx = BnCtx::new_for(source)?;
     let pbits = bits.div_ceil(2);
     let qbits = bits - pbits;
     let one_gcd = |x: &BigNum| -> KaeResult<bool> {
@@ -591,9 +582,7 @@ pub unsafe fn generate_in(
             continue;
         }
         let mut key = key;
-        // SAFETY: our caller's contract is set_libctx's: libctx outlives the returned key and
-        // everything made from it.
-        unsafe { key.set_libctx(libctx) };
+        key.set_rand_source(source);
         pairwise_test(&key)?;
         return Ok(key);
     }

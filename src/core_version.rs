@@ -5,6 +5,8 @@
 //! version-dependent choices are made from the core's own `openssl-version` parameter, read
 //! at provider init, never from compile-time constants.
 
+#![deny(unsafe_code)]
+
 use core::fmt;
 
 /// `major.minor.patch` of the running core.
@@ -67,8 +69,7 @@ impl fmt::Display for CoreVersion {
 /// The major version of the libcrypto this module resolved its symbols against at run time
 /// (not the headers it was compiled with).
 pub fn linked_major() -> u32 {
-    // SAFETY: a plain getter with no arguments, available since 3.0.
-    unsafe { crate::ffi::sys::OPENSSL_version_major() }
+    crate::ffi::libcrypto_major()
 }
 
 /// Whether kae may run inside a core of `core` version: the libcrypto it is linked to must

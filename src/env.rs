@@ -13,10 +13,11 @@
 //!
 //! The binaries (`kae-stat`, `kae-press`) are not meant to be setuid and use `std::env` freely.
 
+#![deny(unsafe_code)]
+
 /// Whether this process runs in secure mode (`getauxval(AT_SECURE) != 0`).
 pub fn secure() -> bool {
-    // SAFETY: getauxval only reads the auxiliary vector the kernel gave the process.
-    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+    crate::ffi::secure_mode()
 }
 
 /// The value of the environment variable `name` (Unicode only), or `None` when it is unset or

@@ -166,6 +166,7 @@ impl Waiter {
 }
 
 #[cfg(test)]
+#[allow(unsafe_code)] // a C callback standing in for an application's
 mod tests {
     use super::*;
     use crate::ffi::async_job::JobWake;

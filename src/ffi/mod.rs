@@ -20,6 +20,20 @@ pub mod sys;
 
 pub use self::core::{guard, guard_ptr, Core};
 
+/// Whether the kernel started this process in secure mode (`AT_SECURE` in the auxiliary
+/// vector: setuid/setgid, file capabilities, or an LSM asking for it).
+pub fn secure_mode() -> bool {
+    // SAFETY: getauxval takes an integer and only reads the auxiliary vector the kernel gave
+    // the process.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// The major version of the libcrypto this module resolved its symbols against at run time.
+pub fn libcrypto_major() -> u32 {
+    // SAFETY: a plain getter with no arguments, available since 3.0.
+    unsafe { sys::OPENSSL_version_major() }
+}
+
 /// Borrows an input buffer passed by the core (NULL allowed only when empty).
 ///
 /// # Safety

@@ -37,6 +37,9 @@ extern "C" fn before_fork() {
     }
 }
 
+// The fork handlers are this module's only unsafe code: they give back locks that
+// `before_fork` took, which only the handler sequence can vouch for.
+#[allow(unsafe_code)]
 extern "C" fn after_fork_parent() {
     // SAFETY: this thread took them in `before_fork` and holds no guard.
     unsafe {
@@ -49,6 +52,7 @@ extern "C" fn after_fork_parent() {
     }
 }
 
+#[allow(unsafe_code)]
 extern "C" fn after_fork_child() {
     // SAFETY: in the child right after fork; `before_fork` took them; no guard is alive.
     unsafe {

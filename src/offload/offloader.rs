@@ -85,9 +85,8 @@ impl Offloader {
     /// sleeps (no CPU) when none are.
     fn poller_loop(&self) {
         self.poller_sleeper.register_current();
-        // Short pauses between polls should be short: 1 µs timer slack instead of 50 µs.
-        // SAFETY: prctl with an integer argument; affects this thread only.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+        // Short pauses between polls should be short.
+        crate::ffi::sched::tighten_timer_slack();
         let mut done: Vec<Request> = Vec::with_capacity(64);
         loop {
             // A panicking poll must not end the poller: every later completion would be lost.

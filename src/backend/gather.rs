@@ -410,7 +410,12 @@ fn flusher_loop(s: &Shared) {
             }
             #[cfg(test)]
             if s.hold.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_micros(50));
+                // Held: flushes nothing, but is free for a full batch, as in its real wait.
+                s.flusher_idle.store(true, Ordering::Release);
+                s.flusher.park_for(Duration::from_millis(5), || {
+                    s.has_handed.load(Ordering::Acquire)
+                });
+                s.flusher_idle.store(false, Ordering::Release);
                 continue;
             }
             let since_last = s
@@ -560,6 +565,9 @@ mod tests {
             g.shared.flusher_idle.load(Ordering::Acquire)
         });
         let k = key();
+        // Held, the flusher takes no partial batch: a submitter blocked between two submits
+        // (a page fault, a lock on a loaded host) would otherwise split the four.
+        g.shared.hold.store(true, Ordering::Release);
         std::thread::scope(|sc| {
             std::thread::Builder::new()
                 .name(name.to_string())
@@ -578,6 +586,7 @@ mod tests {
                 })
                 .unwrap();
         });
+        g.shared.hold.store(false, Ordering::Release);
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 1, "one batch: {seen:?}");
         assert_eq!(seen[0].0, 4);

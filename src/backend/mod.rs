@@ -87,19 +87,6 @@ pub trait Backend: Send + Sync {
     fn after_poller_stopped(&self) {}
 }
 
-/// A backend's process-wide locks, taken before a fork like the router's own and released
-/// after it, so a child never inherits one held by a thread it does not have.
-pub struct ForkHooks {
-    /// Before fork: takes the locks.
-    pub prepare: fn(),
-    /// # Safety
-    /// In the parent after fork, on the thread that ran `prepare`.
-    pub parent: unsafe fn(),
-    /// # Safety
-    /// In the child right after fork, after `prepare`.
-    pub child: unsafe fn(),
-}
-
 /// The function CPU workers apply to each request (real RSA, or a stand-in in tests and
 /// benchmarks).
 pub type ComputeFn = fn(&mut Request);

@@ -6,8 +6,9 @@
 //! then multi-buffer arithmetic, then plain CPU workers, which are always usable. A backend
 //! asked for by name that cannot run here falls back to the CPU, with its reason.
 
-use super::{Backend, ComputeFn, ForkHooks};
+use super::{Backend, ComputeFn};
 use crate::completion::Completer;
+use crate::ffi::fork::ForkLock;
 use crate::settings::{BackendChoice, BackendKind, OffloadConfig, PREFERENCE};
 use std::sync::Arc;
 
@@ -130,13 +131,12 @@ pub fn start(
     }
 }
 
-/// The backends' process-wide locks that a fork must find free: HPRE's session lifecycle
-/// lock.
-pub const FORK_HOOKS: [ForkHooks; 1] = [ForkHooks {
-    prepare: super::hpre::session::lock_for_fork,
-    parent: super::hpre::session::unlock_in_parent,
-    child: super::hpre::session::reset_in_child,
-}];
+/// The backends' process-wide locks that a fork must find free (taken after the router's):
+/// HPRE's session lifecycle lock.
+pub static FORK_LOCKS: [&dyn ForkLock; 1] = [&super::hpre::session::LIVE];
+/// What a forked child does once those locks are free again: HPRE forgets its parent's
+/// UADK generation.
+pub static IN_CHILD: [fn(); 1] = [super::hpre::session::forget_generation];
 
 #[cfg(test)]
 mod tests {

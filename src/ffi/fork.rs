@@ -111,16 +111,83 @@ impl<T> Drop for ForkMutexGuard<'_, T> {
     }
 }
 
-/// Registers fork handlers (plain functions: they run in the forking thread, and in the
-/// child before anything else). Returns false when registration failed.
-pub fn register_atfork(
-    prepare: extern "C" fn(),
-    parent: extern "C" fn(),
-    child: extern "C" fn(),
-) -> bool {
+/// A lock the fork handlers hold across `fork()`: taken before it, given back after it in
+/// the parent, started afresh in the child. Only [`ForkPlan`]'s handlers give it back.
+pub trait ForkLock: Sync {
+    fn take_for_fork(&'static self);
+    /// # Safety
+    /// As [`ForkMutex::unlock_in_parent`].
+    unsafe fn give_back_in_parent(&self);
+    /// # Safety
+    /// As [`ForkMutex::reset_in_child`].
+    unsafe fn start_afresh_in_child(&self);
+}
+
+impl<T: Send> ForkLock for ForkMutex<T> {
+    fn take_for_fork(&'static self) {
+        self.lock_for_fork();
+    }
+    unsafe fn give_back_in_parent(&self) {
+        // SAFETY: the caller's contract is unlock_in_parent's.
+        unsafe { self.unlock_in_parent() }
+    }
+    unsafe fn start_afresh_in_child(&self) {
+        // SAFETY: the caller's contract is reset_in_child's.
+        unsafe { self.reset_in_child() }
+    }
+}
+
+/// What the process's fork handlers do: take every lock of `locks` (group by group, in
+/// order) before a fork, give them back in reverse order after it in the parent, start them
+/// afresh in the child and then run `in_child` there.
+pub struct ForkPlan {
+    pub locks: &'static [&'static [&'static dyn ForkLock]],
+    pub in_child: &'static [fn()],
+}
+
+static PLAN: std::sync::OnceLock<&'static ForkPlan> = std::sync::OnceLock::new();
+
+/// Registers `plan`'s fork handlers, once per process (children inherit them; a second plan
+/// is refused). Returns false when that failed.
+pub fn register_fork_plan(plan: &'static ForkPlan) -> bool {
+    if PLAN.set(plan).is_err() {
+        return PLAN.get().is_some_and(|p| core::ptr::eq(*p, plan));
+    }
     // SAFETY: registering plain extern "C" fns; the module is linked -z nodelete, so they
     // stay mapped after the provider is unloaded.
-    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
+    unsafe { libc::pthread_atfork(Some(plan_prepare), Some(plan_parent), Some(plan_child)) == 0 }
+}
+
+fn plan_locks() -> impl DoubleEndedIterator<Item = &'static dyn ForkLock> {
+    PLAN.get()
+        .into_iter()
+        .flat_map(|p| p.locks.iter().flat_map(|g| g.iter().copied()))
+}
+
+extern "C" fn plan_prepare() {
+    for l in plan_locks() {
+        l.take_for_fork();
+    }
+}
+
+extern "C" fn plan_parent() {
+    for l in plan_locks().rev() {
+        // SAFETY: a parent handler runs on the forking thread after plan_prepare took every
+        // lock of the plan there (PLAN is set before the handlers are registered and never
+        // changes); no guard of a lock taken for fork exists.
+        unsafe { l.give_back_in_parent() };
+    }
+}
+
+extern "C" fn plan_child() {
+    for l in plan_locks().rev() {
+        // SAFETY: a child handler runs in the child right after fork, after plan_prepare took
+        // every lock of the plan; the child's only thread holds no guard.
+        unsafe { l.start_afresh_in_child() };
+    }
+    for f in PLAN.get().map_or(&[][..], |p| p.in_child) {
+        f();
+    }
 }
 
 /// Spawns a named thread and returns once it runs `f`, i.e. once std's setup of the new

@@ -6,7 +6,7 @@ use super::config::config;
 use super::offloader::Offloader;
 use crate::backend::{self, registry, ComputeFn};
 use crate::completion::Completer;
-use crate::ffi::fork::ForkMutex;
+use crate::ffi::fork::{ForkMutex, ForkPlan};
 use crate::settings::{BackendKind, OffloadConfig};
 use crate::stats;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -26,44 +26,12 @@ static JOIN_LOCK: ForkMutex<()> = ForkMutex::new(());
 static USERS: AtomicUsize = AtomicUsize::new(0);
 static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
 
-/// A fork waits until no other thread holds the offloader's locks, so a child never inherits one
-/// held by a thread it does not have (it would block on it forever).
-extern "C" fn before_fork() {
-    JOIN_LOCK.lock_for_fork();
-    START_LOCK.lock_for_fork();
-    CURRENT.lock_for_fork();
-    for h in &registry::FORK_HOOKS {
-        (h.prepare)();
-    }
-}
-
-// The fork handlers are this module's only unsafe code: they give back locks that
-// `before_fork` took, which only the handler sequence can vouch for.
-#[allow(unsafe_code)]
-extern "C" fn after_fork_parent() {
-    // SAFETY: this thread took them in `before_fork` and holds no guard.
-    unsafe {
-        for h in registry::FORK_HOOKS.iter().rev() {
-            (h.parent)();
-        }
-        CURRENT.unlock_in_parent();
-        START_LOCK.unlock_in_parent();
-        JOIN_LOCK.unlock_in_parent();
-    }
-}
-
-#[allow(unsafe_code)]
-extern "C" fn after_fork_child() {
-    // SAFETY: in the child right after fork; `before_fork` took them; no guard is alive.
-    unsafe {
-        for h in registry::FORK_HOOKS.iter().rev() {
-            (h.child)();
-        }
-        CURRENT.reset_in_child();
-        START_LOCK.reset_in_child();
-        JOIN_LOCK.reset_in_child();
-    }
-}
+/// A fork waits until no other thread holds the offloader's locks or a backend's, so a child
+/// never inherits one held by a thread it does not have (it would block on it forever).
+static FORK_PLAN: ForkPlan = ForkPlan {
+    locks: &[&[&JOIN_LOCK, &START_LOCK, &CURRENT], &registry::FORK_LOCKS],
+    in_child: &registry::IN_CHILD,
+};
 
 /// Registers the fork handlers once per process (children inherit them). Called before
 /// taking START_LOCK: pthread_atfork waits for a fork in progress, whose prepare handler may
@@ -71,7 +39,7 @@ extern "C" fn after_fork_child() {
 fn register_fork_handlers() {
     if !FORK_HANDLERS.load(Ordering::Acquire)
         && !FORK_HANDLERS.swap(true, Ordering::AcqRel)
-        && !crate::ffi::fork::register_atfork(before_fork, after_fork_parent, after_fork_child)
+        && !crate::ffi::fork::register_fork_plan(&FORK_PLAN)
     {
         log::warn!("could not register fork handlers for the queue pool");
     }

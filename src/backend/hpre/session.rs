@@ -19,7 +19,7 @@ use zeroize::Zeroizing;
 
 /// The live UADK generation of this process (0: none). Held while sessions are released and
 /// while UADK is initialised or torn down, so a release never runs into an uninit.
-static LIVE: ForkMutex<u64> = ForkMutex::new(0);
+pub(crate) static LIVE: ForkMutex<u64> = ForkMutex::new(0);
 static NEXT_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Runs UADK's init under the lifecycle lock and makes its generation live.
@@ -43,23 +43,8 @@ pub(super) fn end_generation(generation: u64, uninit: impl FnOnce()) {
     }
 }
 
-/// Fork handlers for the lifecycle lock (`registry::FORK_HOOKS`).
-pub(crate) fn lock_for_fork() {
-    LIVE.lock_for_fork();
-}
-/// # Safety
-/// In the parent after fork, with the lock taken by [`lock_for_fork`] on this thread.
-pub(crate) unsafe fn unlock_in_parent() {
-    // SAFETY: this function's contract is unlock_in_parent's: this thread took LIVE's lock with
-    // lock_for_fork and holds no guard of it.
-    unsafe { LIVE.unlock_in_parent() }
-}
-/// # Safety
-/// In the child right after fork, with the lock taken by [`lock_for_fork`].
-pub(crate) unsafe fn reset_in_child() {
-    // SAFETY: this function's contract is reset_in_child's: the child right after fork, with
-    // the lock taken by lock_for_fork and no guard alive. The parent's generation is not ours.
-    unsafe { LIVE.reset_in_child() };
+/// In a forked child (`registry::IN_CHILD`): the parent's generation is not ours.
+pub(crate) fn forget_generation() {
     *LIVE.lock() = 0;
 }
 

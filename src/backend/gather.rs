@@ -313,6 +313,14 @@ impl Shared {
         u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 
+    /// Parks the flusher for at most `d`, free meanwhile: a full batch handed over wakes it.
+    fn park_free(&self, d: Duration) {
+        self.flusher_idle.store(true, Ordering::Release);
+        self.flusher
+            .park_for(d, || self.has_handed.load(Ordering::Acquire));
+        self.flusher_idle.store(false, Ordering::Release);
+    }
+
     /// Quiet time after which the flusher takes what is pending.
     fn quiet(&self) -> Duration {
         let gap = self.gap_us.load(Ordering::Relaxed);
@@ -411,11 +419,7 @@ fn flusher_loop(s: &Shared) {
             #[cfg(test)]
             if s.hold.load(Ordering::Acquire) {
                 // Held: flushes nothing, but is free for a full batch, as in its real wait.
-                s.flusher_idle.store(true, Ordering::Release);
-                s.flusher.park_for(Duration::from_millis(5), || {
-                    s.has_handed.load(Ordering::Acquire)
-                });
-                s.flusher_idle.store(false, Ordering::Release);
+                s.park_free(Duration::from_millis(5));
                 continue;
             }
             let since_last = s
@@ -482,13 +486,7 @@ fn flusher_loop(s: &Shared) {
                 quiet.saturating_sub(Duration::from_micros(since_last))
             };
             let left = left.max(Duration::from_micros(QUIET_MIN_US / 2));
-            // Free while it waits: a full batch handed over now wakes it.
-            s.flusher_idle.store(true, Ordering::Release);
-            s.flusher
-                .park_for(left.min(MAX_WAIT.saturating_sub(waited)), || {
-                    s.has_handed.load(Ordering::Acquire)
-                });
-            s.flusher_idle.store(false, Ordering::Release);
+            s.park_free(left.min(MAX_WAIT.saturating_sub(waited)));
         }
     }
 }
@@ -848,11 +846,7 @@ mod tests {
         // One request of eight: the flusher computes it.
         let (r, w) = request(&key(), 1);
         assert!(g.submit(r).is_ok());
-        let t0 = Instant::now();
-        while !w.is_done() {
-            assert!(t0.elapsed() < Duration::from_secs(20), "never flushed");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        assert!(w.done_within(Duration::from_secs(20)), "never flushed");
         assert_eq!(*policy.lock().unwrap(), Some(libc::SCHED_BATCH));
         g.shutdown();
     }

@@ -230,29 +230,19 @@ pub struct BnCtx(NonNull<BN_CTX>);
 impl BnCtx {
     /// A secure-heap scratch context drawing random numbers from the default library context.
     pub fn new() -> KaeResult<Self> {
-        // SAFETY: NULL selects libcrypto's default library context, which is always valid.
-        unsafe { Self::new_in(core::ptr::null_mut()) }
+        Self::new_for(RandSource::DEFAULT)
     }
     /// A secure-heap scratch context whose random numbers (blinding, prime tests) come from
-    /// `libctx` (NULL: the default library context).
-    ///
-    /// # Safety
-    /// `libctx` is NULL or a live `OSSL_LIB_CTX` that is not freed before the returned `BnCtx`
-    /// is dropped: the context keeps the pointer and every operation that draws random numbers
-    /// through it (`BN_priv_rand_range_ex`, prime generation) uses it.
-    pub unsafe fn new_in(libctx: *mut OSSL_LIB_CTX) -> KaeResult<Self> {
-        // SAFETY: BN_CTX_secure_new_ex only stores libctx in the new context; the caller
-        // guarantees it is NULL or a library context that outlives that context.
-        NonNull::new(unsafe { BN_CTX_secure_new_ex(libctx) })
-            .map(BnCtx)
-            .ok_or(KaeError::OutOfMemory)
-    }
-    /// A secure-heap scratch context drawing its random numbers from `source`.
+    /// `source`: the context keeps it, and every operation that draws random numbers through
+    /// it (`BN_priv_rand_range_ex`, prime generation) uses it.
     pub fn new_for(source: RandSource) -> KaeResult<Self> {
-        // SAFETY: a RandSource is the default context (NULL) or one its maker promised
+        // SAFETY: BN_CTX_secure_new_ex only stores the library context in the new one; a
+        // RandSource is the default context (NULL) or one its maker promised
         // (`RandSource::from_raw`) to keep alive while the handle or any context made from it
         // exists.
-        unsafe { Self::new_in(source.0 as *mut OSSL_LIB_CTX) }
+        NonNull::new(unsafe { BN_CTX_secure_new_ex(source.0 as *mut OSSL_LIB_CTX) })
+            .map(BnCtx)
+            .ok_or(KaeError::OutOfMemory)
     }
     /// A scratch context for public-value arithmetic (no secure heap, no cleansing on free).
     pub fn new_public() -> KaeResult<Self> {

@@ -1,11 +1,11 @@
 //! kae: an OpenSSL 3 provider that takes RSA off the application's CPU thread.
 //!
 //! Layout (see ARCHITECTURE.md): `ffi` wraps libcrypto and the core's functions; `abi` is
-//! the C face of the operations: their `extern "C"` shims and dispatch tables, made from one
-//! trait per operation. `kem`, `asym_cipher`, `rand`, `encoder`, `signature` and `keymgmt`
+//! the C face of the operations and of the provider object: their `extern "C"` shims and
+//! dispatch tables, made from one trait each. `kem`, `asym_cipher`, `rand`, `encoder`, `signature` and `keymgmt`
 //! implement those traits in safe Rust. `provctx` is the provider instance they all take;
 //! `rsa_params` reads the RSA parameters they share. `provider` is the provider object on top
-//! (entry, configuration parsing, algorithm lists); `rsa` holds the key object, arithmetic and
+//! (entry, configuration parsing, algorithm lists), safe Rust behind `abi::provider`; `rsa` holds the key object, arithmetic and
 //! padding, and meets libcrypto's digests and random numbers in `rsa::libcrypto`; `offload`
 //! is the router that sends each operation to a backend or computes it inline; `backend` is
 //! the seam to the CPU / hardware executors, reached through `completion`'s requests;
@@ -38,4 +38,19 @@ pub mod settings;
 pub mod signature;
 pub mod stats;
 
-pub use provider::OSSL_provider_init;
+/// The provider entry point OpenSSL looks up in `kae.so`: starts no threads and does no
+/// expensive work (see `provider::Kae` and `abi::provider::init`).
+///
+/// # Safety
+/// Only the OpenSSL core calls it, as `OSSL_provider_init_fn` (the contract of
+/// [`abi::provider::init`]).
+#[no_mangle]
+pub unsafe extern "C" fn OSSL_provider_init(
+    handle: *const ffi::sys::OSSL_CORE_HANDLE,
+    in_: *const ffi::sys::OSSL_DISPATCH,
+    out: *mut *const ffi::sys::OSSL_DISPATCH,
+    provctx: *mut *mut core::ffi::c_void,
+) -> core::ffi::c_int {
+    // SAFETY: the core's call, whose contract is init's.
+    unsafe { abi::provider::init::<provider::Kae>(handle, in_, out, provctx) }
+}

@@ -7,6 +7,7 @@ use crate::ffi::core::Failure;
 use crate::ffi::digest::{Md, Rng};
 use crate::ffi::encode::{cipher_available, CoreBio, CoreOut, Pkey};
 use crate::ffi::params::OwnedParams;
+use crate::ffi::provider::PrivateDefault;
 use crate::ffi::rand::Drbg;
 use crate::ffi::sys::*;
 use crate::ffi::Core;
@@ -30,11 +31,10 @@ pub struct ProvCtx {
     /// between OpenSSL releases follows it.
     pub core_version: crate::core_version::CoreVersion,
     pub config: Config,
-    /// The default provider we loaded (NULL with `load-default = no`). It lives in a private
+    /// The default provider we loaded (None with `load-default = no`). It lives in a private
     /// library context of ours, so its RSA never competes with kae's in the application's
     /// context; everything else it offers is re-listed under `provider=kae`.
-    pub default_provider: *mut OSSL_PROVIDER,
-    pub(crate) default_libctx: *mut OSSL_LIB_CTX,
+    pub private_default: Option<PrivateDefault>,
     /// Algorithm tables of the default provider re-labelled `provider=kae`, per operation.
     pub(crate) proxied: Mutex<HashMap<c_int, ProxyTable>>,
 }
@@ -87,10 +87,9 @@ unsafe impl Send for ProvCtx {}
 unsafe impl Sync for ProvCtx {}
 
 impl ProvCtx {
-    ///
-    /// # Safety
-    /// None needed; kept `unsafe` for symmetry with the other FFI argument converters.
-    pub unsafe fn clone_arc(p: *mut c_void) -> Option<Arc<ProvCtx>> {
+    /// The instance the core knows by the provider context pointer `p` (None: not ours). The
+    /// pointer is only compared with the registry's keys, never dereferenced.
+    pub fn clone_arc(p: *mut c_void) -> Option<Arc<ProvCtx>> {
         if p.is_null() {
             return None;
         }
@@ -101,18 +100,13 @@ impl ProvCtx {
     /// context. Called at teardown, when the core holds no more methods of ours (so none of
     /// the re-listed ones either).
     pub(crate) fn release_contexts(&self) {
-        // SAFETY: all were created in init and are released once (teardown runs once).
-        unsafe {
-            if !self.default_provider.is_null() {
-                OSSL_PROVIDER_unload(self.default_provider);
-            }
-            if !self.default_libctx.is_null() {
-                OSSL_LIB_CTX_free(self.default_libctx);
-            }
-            if !self.libctx.is_null() {
-                OSSL_LIB_CTX_free(self.libctx);
-            }
+        if let Some(default) = self.private_default {
+            // SAFETY: loaded in init and unloaded once, here (teardown runs once), when the
+            // core holds nothing of ours that could still use it.
+            unsafe { default.unload() };
         }
+        // SAFETY: made in init, freed once, here, for the same reason.
+        unsafe { crate::ffi::core::free_libctx(self.libctx) };
     }
 
     /// Fetches digest `name` in this instance's child library context; a failure names it.
@@ -129,12 +123,12 @@ impl ProvCtx {
 
     /// A new DRBG of type `name` in the private default context, chained to its primary.
     pub fn private_drbg(&self, name: &CStr) -> Result<Drbg, KaeError> {
-        if self.default_libctx.is_null() {
-            return Err(KaeError::DefaultProviderUnavailable);
-        }
-        // SAFETY: our private library context (non-NULL, checked), freed only at teardown,
-        // which the core runs once it holds no generator of ours.
-        unsafe { Drbg::new(self.default_libctx, name) }
+        let default = self
+            .private_default
+            .ok_or(KaeError::DefaultProviderUnavailable)?;
+        // SAFETY: our private library context, freed only at teardown, which the core runs
+        // once it holds no generator of ours.
+        unsafe { Drbg::new(default.libctx(), name) }
     }
 
     /// The settable (or gettable) parameters of the private default context's DRBG `name`.
@@ -143,16 +137,16 @@ impl ProvCtx {
         name: &CStr,
         settable: bool,
     ) -> Result<Option<&'static [OSSL_PARAM]>, KaeError> {
-        if self.default_libctx.is_null() {
-            return Err(KaeError::DefaultProviderUnavailable);
-        }
+        let default = self
+            .private_default
+            .ok_or(KaeError::DefaultProviderUnavailable)?;
         // SAFETY: as in private_drbg; its default provider stays loaded until teardown.
-        unsafe { Drbg::described(self.default_libctx, name, settable) }
+        unsafe { Drbg::described(default.libctx(), name, settable) }
     }
 
     /// Whether kae loaded the default provider into its private library context.
     pub fn has_private_default(&self) -> bool {
-        !self.default_libctx.is_null()
+        self.private_default.is_some()
     }
 
     /// `EVP_PKEY_fromdata` of `params` in the private default context (kae's encoders
@@ -163,20 +157,19 @@ impl ProvCtx {
         selection: c_int,
         params: &OwnedParams,
     ) -> Result<Pkey, KaeError> {
-        if self.default_libctx.is_null() {
-            return Err(KaeError::DefaultProviderUnavailable);
-        }
-        // SAFETY: our private library context (non-NULL, checked), freed only at teardown,
-        // which the core runs once no call of ours is in progress; the key is dropped within
-        // the call that made it.
-        unsafe { Pkey::from_params(self.default_libctx, key_type, selection, params) }
+        let default = self
+            .private_default
+            .ok_or(KaeError::DefaultProviderUnavailable)?;
+        // SAFETY: our private library context, freed only at teardown, which the core runs
+        // once no call of ours is in progress; the key is dropped within the call that made it.
+        unsafe { Pkey::from_params(default.libctx(), key_type, selection, params) }
     }
 
     /// Whether cipher `name` can be fetched with `props` in the private default context
     /// (the default library context with `load-default = no`).
     pub fn private_cipher_available(&self, name: &CStr, props: Option<&CStr>) -> bool {
         // SAFETY: NULL or our private library context, freed only at teardown.
-        unsafe { cipher_available(self.default_libctx, name, props) }
+        unsafe { cipher_available(self.private_default_libctx(), name, props) }
     }
 
     /// A BIO writing to the application's output of the current `encode` call.
@@ -194,12 +187,13 @@ impl ProvCtx {
     /// kae's private library context holding the default provider (NULL with
     /// `load-default = no`).
     pub fn private_default_libctx(&self) -> *mut OSSL_LIB_CTX {
-        self.default_libctx
+        self.private_default
+            .map_or(core::ptr::null_mut(), |d| d.libctx())
     }
 
     /// The same context, under the name kae's encoders use (they encode there).
     pub fn default_libctx(&self) -> *mut OSSL_LIB_CTX {
-        self.default_libctx
+        self.private_default_libctx()
     }
 
     /// Where kae's own random numbers (blinding, key generation) come from: the private
@@ -207,11 +201,7 @@ impl ProvCtx {
     /// (through our child context). Never a generator that kae itself lists: that would
     /// make kae depend on how the application configured its own randomness.
     pub fn rand_libctx(&self) -> *mut OSSL_LIB_CTX {
-        if self.default_libctx.is_null() {
-            self.libctx
-        } else {
-            self.default_libctx
-        }
+        self.private_default.map_or(self.libctx, |d| d.libctx())
     }
 
     /// The public DRBG of [`rand_libctx`](Self::rand_libctx), borrowed from this instance.

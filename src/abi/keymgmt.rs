@@ -206,14 +206,10 @@ unsafe extern "C" fn import_trampoline<F: FnMut(&Params<'_>) -> bool>(
 /// Function `id` of the private default provider's key management for key type `name` (the
 /// first of its names).
 fn default_keymgmt_fn(prov: &ProvCtx, name: &str, id: c_int) -> Option<unsafe extern "C" fn()> {
-    if prov.default_provider.is_null() {
-        return None;
-    }
-    let mut no_cache = 0;
-    // SAFETY: a provider we hold a reference to; its tables are static and terminated.
+    let mut a = prov.private_default?.query_operation(OSSL_OP_KEYMGMT);
+    // SAFETY: the table of a provider we hold a reference to: static and terminated, as are
+    // the dispatch tables it points to.
     unsafe {
-        let mut a =
-            OSSL_PROVIDER_query_operation(prov.default_provider, OSSL_OP_KEYMGMT, &mut no_cache);
         if a.is_null() {
             return None;
         }

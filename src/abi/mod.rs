@@ -15,6 +15,7 @@ pub mod encoder;
 pub mod kem;
 pub mod key;
 pub mod keymgmt;
+pub mod provider;
 pub mod rand;
 pub mod signature;
 
@@ -112,8 +113,7 @@ pub trait CtxParams {
 
 /// The instance behind the provider context pointer the core passes back (None: not ours).
 fn provider(provctx: *mut c_void) -> Option<Arc<ProvCtx>> {
-    // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
-    unsafe { ProvCtx::clone_arc(provctx) }
+    ProvCtx::clone_arc(provctx)
 }
 
 /// The operation context behind `p`.

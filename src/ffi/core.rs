@@ -14,6 +14,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 #[derive(Clone, Copy)]
 pub struct Core {
     params: CoreParams,
+    /// The core's whole dispatch table, for `OSSL_LIB_CTX_new_child`.
+    dispatch: *const OSSL_DISPATCH,
     new_error: Option<core_new_error_fn>,
     set_error_debug: Option<core_set_error_debug_fn>,
     vset_error: Option<core_vset_error_fn>,
@@ -56,6 +58,7 @@ impl Core {
                 handle,
                 get_params: None,
             },
+            dispatch,
             new_error: None,
             set_error_debug: None,
             vset_error: None,
@@ -89,6 +92,44 @@ impl Core {
         core
     }
 
+    /// A new library context that is a child of the application's (NULL on failure): it sees
+    /// the providers loaded there. The caller frees it with [`free_libctx`].
+    pub fn new_child_libctx(&self) -> *mut OSSL_LIB_CTX {
+        // SAFETY: the handle and the whole dispatch table the core gave from_dispatch (the
+        // only constructor), valid while this Core is used, as the function requires.
+        unsafe { OSSL_LIB_CTX_new_child(self.handle, self.dispatch) }
+    }
+
+    /// The core's UTF-8 parameters `keys` (its `openssl-version`, or the values of our config
+    /// section), each None when the core has no such value or it is not UTF-8.
+    pub fn utf8_params(&self, keys: &[&CStr]) -> Vec<Option<String>> {
+        let mut values = vec![None; keys.len()];
+        let Some(get) = self.get_params else {
+            return values;
+        };
+        let mut slots: Vec<*const c_char> = vec![core::ptr::null(); keys.len()];
+        let mut req: Vec<OSSL_PARAM> = slots
+            .iter_mut()
+            .zip(keys)
+            .map(|(slot, key)| OSSL_PARAM {
+                key: key.as_ptr(),
+                data_type: OSSL_PARAM_UTF8_PTR,
+                data: (slot as *mut *const c_char).cast(),
+                data_size: core::mem::size_of::<*const c_char>(),
+                return_size: OSSL_PARAM_UNMODIFIED,
+            })
+            .collect();
+        req.push(super::params::END);
+        // SAFETY: the core's function with its handle (from_dispatch's contract) and a
+        // request array terminated by END whose slots outlive the call.
+        unsafe { get(self.handle, req.as_mut_ptr()) };
+        for (value, slot) in values.iter_mut().zip(&slots) {
+            // SAFETY: the core left the slot NULL or pointed it at a string it owns.
+            *value = unsafe { opt_cstr(*slot) }.map(str::to_owned);
+        }
+        values
+    }
+
     /// Puts a new error with our reason code (and optional detail text) on the thread's queue.
     pub fn raise(&self, reason: KaeError, detail: Option<&str>) {
         let (Some(new_error), Some(vset)) = (self.new_error, self.vset_error) else {
@@ -120,6 +161,17 @@ impl Core {
             reason.text(),
             detail.map(|d| format!(" ({d})")).unwrap_or_default()
         );
+    }
+}
+
+/// Frees a library context made by [`Core::new_child_libctx`] or `OSSL_LIB_CTX_new`.
+///
+/// # Safety
+/// `ctx` is NULL or such a context, freed once, and nothing uses it after.
+pub unsafe fn free_libctx(ctx: *mut OSSL_LIB_CTX) {
+    if !ctx.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { OSSL_LIB_CTX_free(ctx) };
     }
 }
 

@@ -13,6 +13,7 @@ pub mod encode;
 pub mod fork;
 pub mod memcheck;
 pub mod params;
+pub mod provider;
 pub mod rand;
 pub mod sched;
 pub mod stack;

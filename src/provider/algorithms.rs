@@ -4,11 +4,10 @@
 use super::relist::merged;
 use super::PROPERTIES;
 use crate::abi::{Table, ALG_END};
-use crate::error::KaeError;
 use crate::ffi::sys::*;
 use crate::provctx::{ProvCtx, MAX_INSTANCES};
 use crate::rsa::KeyType;
-use core::ffi::{c_int, c_void, CStr};
+use core::ffi::{c_int, CStr};
 use std::sync::LazyLock;
 
 fn algorithm(
@@ -107,65 +106,30 @@ static ASYM_CIPHER_ALGS: LazyLock<Table<OSSL_ALGORITHM>> = LazyLock::new(|| {
     ])
 });
 
-static REASON_STRINGS: LazyLock<Table<OSSL_ITEM>> = LazyLock::new(|| {
-    let mut v: Vec<OSSL_ITEM> = KaeError::ALL
-        .iter()
-        .map(|r| OSSL_ITEM {
-            id: r.code(),
-            ptr: r.c_text().as_ptr() as *mut c_void,
-        })
-        .collect();
-    v.push(OSSL_ITEM {
-        id: 0,
-        ptr: core::ptr::null_mut(),
-    });
-    Table(v)
-});
-
-pub(super) unsafe extern "C" fn kae_query_operation(
-    provctx: *mut c_void,
-    operation_id: c_int,
-    no_cache: *mut c_int,
-) -> *const OSSL_ALGORITHM {
-    if !no_cache.is_null() {
-        // SAFETY: no_cache is non-NULL (checked) and the core's writable int for this call.
-        unsafe { *no_cache = 0 };
-    }
-    let r = std::panic::catch_unwind(|| {
-        // SAFETY: clone_arc only compares provctx with the registry's keys, never dereferences it.
-        let Some(prov) = (unsafe { ProvCtx::clone_arc(provctx) }) else {
-            return core::ptr::null();
-        };
-        match operation_id {
-            OSSL_OP_KEYMGMT => match KEYMGMT_ALGS.get(prov.slot) {
-                Some(t) => merged(&prov, operation_id, t),
-                None => core::ptr::null(),
-            },
-            OSSL_OP_SIGNATURE => {
-                let table = if prov.core_at_least(3, 4) {
-                    &SIGNATURE_ALGS_WITH_SIGALGS
-                } else {
-                    &SIGNATURE_ALGS
-                };
-                merged(&prov, operation_id, table)
-            }
-            OSSL_OP_KEM => merged(&prov, operation_id, &KEM_ALGS),
-            OSSL_OP_ASYM_CIPHER => merged(&prov, operation_id, &ASYM_CIPHER_ALGS),
-            // Only with the private default provider: the fronts forward to it.
-            OSSL_OP_RAND if !prov.default_provider.is_null() => {
-                merged(&prov, operation_id, &RAND_ALGS)
-            }
-            // kae's own RSA / RSA-PSS encoders work in the private default provider's
-            // context, so they are listed only when it is loaded.
-            OSSL_OP_ENCODER if !prov.default_provider.is_null() => {
-                merged(&prov, operation_id, &crate::encoder::ENCODER_ALGS)
-            }
-            other => prov.proxied(other),
+/// kae's algorithm table of operation `op` for `prov`, followed by the default provider's
+/// re-listed ones (NULL: none).
+pub(super) fn query_operation(prov: &ProvCtx, op: c_int) -> *const OSSL_ALGORITHM {
+    let has_default = prov.private_default.is_some();
+    match op {
+        OSSL_OP_KEYMGMT => match KEYMGMT_ALGS.get(prov.slot) {
+            Some(t) => merged(prov, op, t),
+            None => core::ptr::null(),
+        },
+        OSSL_OP_SIGNATURE => {
+            let table = if prov.core_at_least(3, 4) {
+                &SIGNATURE_ALGS_WITH_SIGALGS
+            } else {
+                &SIGNATURE_ALGS
+            };
+            merged(prov, op, table)
         }
-    });
-    r.unwrap_or(core::ptr::null())
-}
-
-pub(super) unsafe extern "C" fn kae_get_reason_strings(_provctx: *mut c_void) -> *const OSSL_ITEM {
-    std::panic::catch_unwind(|| REASON_STRINGS.0.as_ptr()).unwrap_or(core::ptr::null())
+        OSSL_OP_KEM => merged(prov, op, &KEM_ALGS),
+        OSSL_OP_ASYM_CIPHER => merged(prov, op, &ASYM_CIPHER_ALGS),
+        // Only with the private default provider: the fronts forward to it.
+        OSSL_OP_RAND if has_default => merged(prov, op, &RAND_ALGS),
+        // kae's own RSA / RSA-PSS encoders work in the private default provider's context,
+        // so they are listed only when it is loaded.
+        OSSL_OP_ENCODER if has_default => merged(prov, op, &crate::encoder::ENCODER_ALGS),
+        other => prov.proxied(other),
+    }
 }

@@ -2,12 +2,11 @@
 //! operation counters (`openssl list -providers -verbose`).
 
 use crate::abi::Table;
-use crate::error::KaeError;
-use crate::ffi::guard;
+use crate::ffi::core::Failure;
 use crate::ffi::params::{desc, ParamsMut, END};
 use crate::ffi::sys::*;
 use crate::provctx::ProvCtx;
-use core::ffi::{c_int, c_void, CStr};
+use core::ffi::CStr;
 use std::ffi::CString;
 use std::sync::LazyLock;
 
@@ -76,8 +75,8 @@ static PROVIDER_GETTABLE: LazyLock<Table<OSSL_PARAM>> = LazyLock::new(|| {
     Table(v)
 });
 
-pub(super) unsafe extern "C" fn kae_gettable_params(_provctx: *mut c_void) -> *const OSSL_PARAM {
-    std::panic::catch_unwind(|| PROVIDER_GETTABLE.0.as_ptr()).unwrap_or(core::ptr::null())
+pub(super) fn gettable_params() -> &'static [OSSL_PARAM] {
+    &PROVIDER_GETTABLE.0
 }
 
 /// The `live` parameter: the active backend, this process's counters and the sum over every
@@ -95,50 +94,38 @@ fn live_line() -> String {
     )
 }
 
-pub(super) unsafe extern "C" fn kae_get_params(
-    provctx: *mut c_void,
-    params: *mut OSSL_PARAM,
-) -> c_int {
-    // SAFETY: clone_arc only compares provctx with the registry's keys; it never dereferences it.
-    let prov = unsafe { ProvCtx::clone_arc(provctx) };
-    guard(
-        prov.as_ref().map(|p| &p.core),
-        0,
-        || -> Result<c_int, KaeError> {
-            // SAFETY: the core passes a valid terminated array.
-            let mut ps = unsafe { ParamsMut::from_ptr(params) };
-            if let Some(mut p) = ps.locate(c"name") {
-                p.set_utf8(PROVIDER_FULL_NAME)?;
-            }
-            if let Some(mut p) = ps.locate(c"version") {
-                p.set_utf8(VERSION)?;
-            }
-            if let Some(mut p) = ps.locate(c"buildinfo") {
-                p.set_utf8(BUILDINFO)?;
-            }
-            if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_LIVE) {
-                p.set_utf8_owned(&live_line())?;
-            }
-            if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_HPRE_DEVICES) {
-                p.set_utf8_owned(&crate::backend::hpre::devices_line(
-                    &crate::offload::config().hpre,
-                ))?;
-            }
-            if let Some(mut p) = ps.locate(c"status") {
-                p.set_int(1)?;
-            }
-            if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_BACKEND) {
-                p.set_utf8(crate::offload::backend_label())?;
-            }
-            let s = crate::stats::snapshot();
-            let mut values: Vec<u64> = s.0.to_vec();
-            values.push(s.errors());
-            for (key, v) in COUNTER_PARAMS.iter().zip(values) {
-                if let Some(mut p) = ps.locate(key) {
-                    p.set_u64(v)?;
-                }
-            }
-            Ok(1)
-        },
-    )
+/// The provider's parameters that `ps` asks for.
+pub(super) fn get_params(_prov: &ProvCtx, ps: &mut ParamsMut<'_>) -> Result<(), Failure> {
+    if let Some(mut p) = ps.locate(c"name") {
+        p.set_utf8(PROVIDER_FULL_NAME)?;
+    }
+    if let Some(mut p) = ps.locate(c"version") {
+        p.set_utf8(VERSION)?;
+    }
+    if let Some(mut p) = ps.locate(c"buildinfo") {
+        p.set_utf8(BUILDINFO)?;
+    }
+    if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_LIVE) {
+        p.set_utf8_owned(&live_line())?;
+    }
+    if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_HPRE_DEVICES) {
+        p.set_utf8_owned(&crate::backend::hpre::devices_line(
+            &crate::offload::config().hpre,
+        ))?;
+    }
+    if let Some(mut p) = ps.locate(c"status") {
+        p.set_int(1)?;
+    }
+    if let Some(mut p) = ps.locate(crate::names::KAE_PARAM_BACKEND) {
+        p.set_utf8(crate::offload::backend_label())?;
+    }
+    let s = crate::stats::snapshot();
+    let mut values: Vec<u64> = s.0.to_vec();
+    values.push(s.errors());
+    for (key, v) in COUNTER_PARAMS.iter().zip(values) {
+        if let Some(mut p) = ps.locate(key) {
+            p.set_u64(v)?;
+        }
+    }
+    Ok(())
 }

@@ -9,15 +9,13 @@
 //! looks (a daemon's stderr is often nowhere); warnings do when syslog is the log target.
 
 use crate::error::KaeError;
-use crate::ffi::params::END;
-use crate::ffi::sys::*;
 use crate::ffi::Core;
 use crate::names::*;
 use crate::settings::hpre::{valid_library, SyncMode};
 use crate::settings::{
     parse_bool, spin_values, whole_number, AsyncMode, BackendChoice, Config, SPIN_LIMIT_US,
 };
-use core::ffi::{c_char, CStr};
+use core::ffi::CStr;
 
 /// One key of the provider section, the environment variable that overrides it, and what it
 /// accepts (the words of the error message).
@@ -444,50 +442,19 @@ impl Config {
     }
 }
 
-/// A request for the core's `get_params`: the core points `slot` at its string for `key`.
-fn utf8_ptr_request(key: &CStr, slot: &mut *const c_char) -> OSSL_PARAM {
-    OSSL_PARAM {
-        key: key.as_ptr(),
-        data_type: OSSL_PARAM_UTF8_PTR,
-        data: (slot as *mut *const c_char).cast(),
-        data_size: core::mem::size_of::<*const c_char>(),
-        return_size: OSSL_PARAM_UNMODIFIED,
-    }
-}
-
 /// The values of our keys in the provider section, as the core hands them over.
 fn read_section(core: &Core) -> Vec<(&'static CStr, String)> {
-    let mut values = Vec::new();
-    let Some(get) = core.get_params else {
-        return values;
-    };
-    let mut ptrs: [*const c_char; SETTINGS.len()] = [core::ptr::null(); SETTINGS.len()];
-    let mut req: Vec<OSSL_PARAM> = ptrs
-        .iter_mut()
-        .zip(SETTINGS.iter())
-        .map(|(p, s)| utf8_ptr_request(s.key, p))
-        .collect();
-    req.push(END);
-    // SAFETY: core function with our handle and a well-formed request array.
-    unsafe { get(core.handle, req.as_mut_ptr()) };
-    for (p, s) in ptrs.iter().zip(SETTINGS.iter()) {
-        // SAFETY: the core set it to NULL or a string owned by the config.
-        if let Some(v) = unsafe { crate::ffi::core::opt_cstr(*p) } {
-            values.push((s.key, v.to_owned()));
-        }
-    }
-    values
+    let keys: Vec<&CStr> = SETTINGS.iter().map(|s| s.key).collect();
+    SETTINGS
+        .iter()
+        .zip(core.utf8_params(&keys))
+        .filter_map(|(s, v)| Some((s.key, v?)))
+        .collect()
 }
 
 /// One UTF-8 parameter of the core (`provider-name`, `openssl-version`).
 pub(super) fn read_core_string(core: &Core, key: &CStr) -> Option<String> {
-    let get = core.get_params?;
-    let mut value: *const c_char = core::ptr::null();
-    let mut req = [utf8_ptr_request(key, &mut value), END];
-    // SAFETY: core function with our handle and a well-formed request array.
-    unsafe { get(core.handle, req.as_mut_ptr()) };
-    // SAFETY: the core set it to NULL or to a string it owns.
-    unsafe { crate::ffi::core::opt_cstr(value) }.map(str::to_owned)
+    core.utf8_params(&[key]).pop().flatten()
 }
 
 #[cfg(test)]

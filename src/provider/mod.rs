@@ -2,16 +2,17 @@
 //! provider, capabilities and build information, one file each. It stands on top of the
 //! operations, whose tables it lists; its instances live in `provctx`.
 
+#![deny(unsafe_code)]
+
 mod algorithms;
 mod build_info;
-mod capabilities;
 mod config;
 mod entry;
 mod relist;
 
 pub use build_info::{BUILDINFO, VERSION};
 pub use config::{Setting, ENV_ONLY, SETTINGS};
-pub use entry::OSSL_provider_init;
+pub use entry::Kae;
 
 use core::ffi::CStr;
 

@@ -4,77 +4,36 @@
 use crate::abi::{Table, ALG_END};
 use crate::ffi::sys::*;
 use crate::provctx::{ProvCtx, ProxyTable};
-use core::ffi::{c_int, CStr};
+use core::ffi::c_int;
 use std::ffi::CString;
 
 impl ProvCtx {
     /// The default provider's algorithms for `op`, minus the ones kae implements itself,
     /// re-labelled `provider=kae` so that a `provider=kae` query finds everything it needs.
     pub(super) fn proxied(&self, op: c_int) -> *const OSSL_ALGORITHM {
-        if self.default_provider.is_null() {
+        let Some(default) = self.private_default else {
             return core::ptr::null();
-        }
+        };
         let Ok(mut map) = self.proxied.lock() else {
             return core::ptr::null();
         };
         if let Some(t) = map.get(&op) {
             return t.algs.as_ptr();
         }
-        let mut no_cache = 0;
-        // SAFETY: default_provider is a provider we hold a reference to.
-        let src =
-            unsafe { OSSL_PROVIDER_query_operation(self.default_provider, op, &mut no_cache) };
         let mut algs = Vec::new();
         let mut props = Vec::new();
-        if !src.is_null() {
-            let mut p = src;
-            // SAFETY: the default provider's table is terminated by a NULL name and static.
-            unsafe {
-                while !(*p).algorithm_names.is_null() {
-                    let a = &*p;
-                    p = p.add(1);
-                    let names = CStr::from_ptr(a.algorithm_names).to_string_lossy();
-                    if !relisting_allowed(op, &names) {
-                        continue;
-                    }
-                    let def = if a.property_definition.is_null() {
-                        String::new()
-                    } else {
-                        CStr::from_ptr(a.property_definition)
-                            .to_string_lossy()
-                            .into_owned()
-                    };
-                    let relabelled: Vec<String> = def
-                        .split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(|s| {
-                            if s.trim().starts_with("provider=") {
-                                "provider=kae".to_owned()
-                            } else {
-                                s.to_owned()
-                            }
-                        })
-                        .collect();
-                    let mut relabelled = relabelled.join(",");
-                    if !relabelled.contains("provider=kae") {
-                        relabelled = if relabelled.is_empty() {
-                            "provider=kae".into()
-                        } else {
-                            format!("provider=kae,{relabelled}")
-                        };
-                    }
-                    let Ok(c) = CString::new(relabelled) else {
-                        continue;
-                    };
-                    algs.push(OSSL_ALGORITHM {
-                        algorithm_names: a.algorithm_names,
-                        property_definition: c.as_ptr(),
-                        implementation: a.implementation,
-                        algorithm_description: a.algorithm_description,
-                    });
-                    props.push(c);
-                }
+        for a in default.algorithms(op) {
+            if !relisting_allowed(op, &a.names) {
+                continue;
             }
+            let Ok(c) = CString::new(relabelled(&a.properties)) else {
+                continue;
+            };
+            algs.push(OSSL_ALGORITHM {
+                property_definition: c.as_ptr(),
+                ..a.entry
+            });
+            props.push(c);
         }
         algs.push(ALG_END);
         let t = ProxyTable {
@@ -85,6 +44,26 @@ impl ProvCtx {
         map.insert(op, t);
         ptr
     }
+}
+
+/// A property definition of the default provider's with `provider=kae` in place of its
+/// `provider=` clause (or in front, when it has none).
+fn relabelled(definition: &str) -> String {
+    let mut clauses: Vec<String> = definition
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if s.trim().starts_with("provider=") {
+                "provider=kae".to_owned()
+            } else {
+                s.to_owned()
+            }
+        })
+        .collect();
+    if !clauses.iter().any(|c| c == "provider=kae") {
+        clauses.insert(0, "provider=kae".to_owned());
+    }
+    clauses.join(",")
 }
 
 /// Operation classes whose implementations never receive a key object: re-listed whole.
@@ -272,5 +251,19 @@ mod tests {
         }
         assert!(!relisting_allowed(15, "AES"), "unknown operation class");
         assert!(!relisting_allowed(99, "X"), "unknown operation class");
+    }
+
+    /// The default provider's `provider=default` clause becomes `provider=kae`, its other
+    /// clauses stay, and a definition without one gets `provider=kae` in front.
+    #[test]
+    fn relabelling_names_kae_as_the_provider() {
+        assert_eq!(relabelled("provider=default"), "provider=kae");
+        assert_eq!(
+            relabelled("provider=default,fips=yes"),
+            "provider=kae,fips=yes"
+        );
+        assert_eq!(relabelled("fips=yes"), "provider=kae,fips=yes");
+        assert_eq!(relabelled(""), "provider=kae");
+        assert_eq!(relabelled("x=1, provider=default"), "x=1,provider=kae");
     }
 }

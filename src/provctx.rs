@@ -6,6 +6,7 @@ use crate::error::KaeError;
 use crate::ffi::core::Failure;
 use crate::ffi::digest::{Md, Rng};
 use crate::ffi::encode::{cipher_available, CoreBio, CoreOut, Pkey};
+use crate::ffi::libctx::{ChildLibCtx, LibCtx};
 use crate::ffi::params::OwnedParams;
 use crate::ffi::provider::PrivateDefault;
 use crate::ffi::rand::Drbg;
@@ -24,7 +25,7 @@ pub struct ProvCtx {
     /// kae's own library context: a child of the application's (`OSSL_LIB_CTX_new_child`),
     /// so fetches and random numbers use the application's providers without treating the
     /// core's opaque context as a library context. Freed at teardown.
-    pub libctx: *mut OSSL_LIB_CTX,
+    pub libctx: ChildLibCtx,
     /// This instance's slot in [`INSTANCES`] (selects its keymgmt `load` functions).
     pub slot: usize,
     /// The running core's version (its `openssl-version` parameter): behaviour that differs
@@ -41,8 +42,7 @@ pub struct ProvCtx {
 
 /// A copy of one of the default provider's algorithm tables with our property strings
 /// (`provider/relist.rs` fills it), or kae's table merged with such a copy. A plain `Vec`,
-/// not an `abi::Table`: `abi` takes `ProvCtx` from here, and the instance that owns the
-/// copy is what makes it shareable (see the `Send`/`Sync` of [`ProvCtx`]).
+/// not an `abi::Table`: `abi` takes `ProvCtx` from here.
 pub(crate) struct ProxyTable {
     pub(crate) algs: Vec<OSSL_ALGORITHM>,
     pub(crate) _props: Vec<CString>,
@@ -79,12 +79,10 @@ pub(crate) fn free_slot() -> Option<usize> {
         .position(|w| w.as_ref().is_none_or(|w| w.strong_count() == 0))
 }
 
-// SAFETY: the raw pointers are handles owned by the core, valid and thread-safe for the
-// provider's lifetime. The re-listed tables in `proxied` are plain data behind a mutex:
-// pointers to static strings, dispatch tables and the property strings kept beside them,
-// only ever read.
-unsafe impl Send for ProvCtx {}
-unsafe impl Sync for ProvCtx {}
+// SAFETY: a table is plain data: pointers to the default provider's static strings and
+// dispatch tables and to the property strings kept beside them, only ever read (the instance
+// keeps its tables behind a mutex).
+unsafe impl Send for ProxyTable {}
 
 impl ProvCtx {
     /// The instance the core knows by the provider context pointer `p` (None: not ours). The
@@ -106,17 +104,13 @@ impl ProvCtx {
             unsafe { default.unload() };
         }
         // SAFETY: made in init, freed once, here, for the same reason.
-        unsafe { crate::ffi::core::free_libctx(self.libctx) };
+        unsafe { self.libctx.libctx().free() };
     }
 
     /// Fetches digest `name` in this instance's child library context; a failure names it.
     pub fn fetch_md(&self, name: &str, props: Option<&str>) -> Result<Digest, Failure> {
         Digest::fetch_with(name, props, |name, props| {
-            // SAFETY: libctx is this instance's child library context, created in init and
-            // freed only at teardown, which the core runs once it holds no object of ours:
-            // every digest fetched here lives in an operation context or key, freed before
-            // that.
-            unsafe { Md::fetch(self.libctx, name, props) }
+            Md::fetch(self.libctx.libctx(), name, props)
         })
         .map_err(|e| Failure::with(e, format!("digest={name}")))
     }
@@ -126,9 +120,7 @@ impl ProvCtx {
         let default = self
             .private_default
             .ok_or(KaeError::DefaultProviderUnavailable)?;
-        // SAFETY: our private library context, freed only at teardown, which the core runs
-        // once it holds no generator of ours.
-        unsafe { Drbg::new(default.libctx(), name) }
+        Drbg::new(default.libctx(), name)
     }
 
     /// The settable (or gettable) parameters of the private default context's DRBG `name`.
@@ -140,8 +132,7 @@ impl ProvCtx {
         let default = self
             .private_default
             .ok_or(KaeError::DefaultProviderUnavailable)?;
-        // SAFETY: as in private_drbg; its default provider stays loaded until teardown.
-        unsafe { Drbg::described(default.libctx(), name, settable) }
+        Drbg::described(default.libctx(), name, settable)
     }
 
     /// Whether kae loaded the default provider into its private library context.
@@ -160,23 +151,18 @@ impl ProvCtx {
         let default = self
             .private_default
             .ok_or(KaeError::DefaultProviderUnavailable)?;
-        // SAFETY: our private library context, freed only at teardown, which the core runs
-        // once no call of ours is in progress; the key is dropped within the call that made it.
-        unsafe { Pkey::from_params(default.libctx(), key_type, selection, params) }
+        Pkey::from_params(default.libctx(), key_type, selection, params)
     }
 
     /// Whether cipher `name` can be fetched with `props` in the private default context
     /// (the default library context with `load-default = no`).
     pub fn private_cipher_available(&self, name: &CStr, props: Option<&CStr>) -> bool {
-        // SAFETY: NULL or our private library context, freed only at teardown.
-        unsafe { cipher_available(self.private_default_libctx(), name, props) }
+        cipher_available(self.private_default_libctx(), name, props)
     }
 
     /// A BIO writing to the application's output of the current `encode` call.
     pub fn core_bio<'o>(&self, out: &'o mut CoreOut<'_>) -> Result<CoreBio<'o>, KaeError> {
-        // SAFETY: libctx is our child library context, made from the core's dispatch table
-        // by OSSL_LIB_CTX_new_child in init and freed only at teardown.
-        unsafe { CoreBio::new(self.libctx, out) }
+        CoreBio::new(self.libctx, out)
     }
 
     /// Whether the running core is at least `major.minor`.
@@ -184,37 +170,28 @@ impl ProvCtx {
         self.core_version.at_least(major, minor)
     }
 
-    /// kae's private library context holding the default provider (NULL with
-    /// `load-default = no`).
-    pub fn private_default_libctx(&self) -> *mut OSSL_LIB_CTX {
-        self.private_default
-            .map_or(core::ptr::null_mut(), |d| d.libctx())
-    }
-
-    /// The same context, under the name kae's encoders use (they encode there).
-    pub fn default_libctx(&self) -> *mut OSSL_LIB_CTX {
-        self.private_default_libctx()
+    /// kae's private library context holding the default provider (libcrypto's default
+    /// one with `load-default = no`).
+    pub fn private_default_libctx(&self) -> LibCtx {
+        self.private_default.map_or(LibCtx::DEFAULT, |d| d.libctx())
     }
 
     /// Where kae's own random numbers (blinding, key generation) come from: the private
     /// default provider's DRBG chain when kae loaded it, else the application's providers
     /// (through our child context). Never a generator that kae itself lists: that would
     /// make kae depend on how the application configured its own randomness.
-    pub fn rand_libctx(&self) -> *mut OSSL_LIB_CTX {
-        self.private_default.map_or(self.libctx, |d| d.libctx())
+    pub fn rand_libctx(&self) -> LibCtx {
+        self.private_default
+            .map_or(self.libctx.libctx(), |d| d.libctx())
     }
 
     /// The public DRBG of [`rand_libctx`](Self::rand_libctx), borrowed from this instance.
     pub fn rng(&self) -> Rng<'_> {
-        // SAFETY: rand_libctx is our child or private library context, created in init and
-        // freed only by release_contexts at teardown, which the core runs once it holds no
-        // object of ours, so no operation is borrowing this instance any more.
-        unsafe { Rng::new(self.rand_libctx(), false) }
+        Rng::new(self.rand_libctx(), false)
     }
 
     /// The private DRBG of [`rand_libctx`](Self::rand_libctx), borrowed from this instance.
     pub fn private_rng(&self) -> Rng<'_> {
-        // SAFETY: as in `rng`: the context lives until teardown, after every operation.
-        unsafe { Rng::new(self.rand_libctx(), true) }
+        Rng::new(self.rand_libctx(), true)
     }
 }

@@ -3,7 +3,7 @@
 //! management makes and frees them; every operation receives them through `abi`.
 
 use crate::error::KaeError;
-use crate::ffi::bn::{BigNum, RandSource};
+use crate::ffi::bn::BigNum;
 use crate::provctx::ProvCtx;
 use crate::rsa::{KeyType, PssRestrictions, RsaKey};
 use core::ffi::c_void;
@@ -21,24 +21,13 @@ pub struct KeyObj {
     pub key: Arc<RsaKey>,
 }
 
-/// The instance's random-number context as a key's [`RandSource`], for keys that live only
-/// inside this instance's key objects (and the operations on them).
-fn rand_source(prov: &ProvCtx) -> RandSource {
-    // SAFETY: rand_libctx is one of prov's library contexts, created in init and freed only by
-    // teardown, which the core runs after it has freed every key object of this instance (its
-    // keys hold a reference to our key management, hence to the provider); a key given this
-    // handle, its copies and its scratch contexts live inside such an object or an operation
-    // on it.
-    unsafe { RandSource::from_raw(prov.rand_libctx()) }
-}
-
 /// "kaeRSAk\x01" as a little-endian word.
 const KEY_OBJ_TAG: u64 = u64::from_le_bytes(*b"kaeRSAk\x01");
 
 impl KeyObj {
     /// Wraps `key` for instance `prov`, attaching it to the instance's library context.
     pub fn new(prov: Arc<ProvCtx>, mut key: RsaKey) -> KeyObj {
-        key.set_rand_source(rand_source(&prov));
+        key.set_rand_source(prov.rand_libctx());
         KeyObj {
             tag: KEY_OBJ_TAG,
             prov,
@@ -49,7 +38,7 @@ impl KeyObj {
     /// Replaces the key inside the object by `key`, attached to the object's instance as in
     /// [`new`](Self::new).
     pub fn replace_key(&mut self, mut key: RsaKey) {
-        key.set_rand_source(rand_source(&self.prov));
+        key.set_rand_source(self.prov.rand_libctx());
         self.key = Arc::new(key);
     }
 
@@ -63,7 +52,7 @@ impl KeyObj {
         e: &BigNum,
         pss: Option<PssRestrictions>,
     ) -> Result<KeyObj, KaeError> {
-        let mut key = crate::rsa::ops::generate_in(rand_source(&prov), kind, bits, e)?;
+        let mut key = crate::rsa::ops::generate_in(prov.rand_libctx(), kind, bits, e)?;
         key.pss = pss;
         Ok(KeyObj::new(prov, key))
     }

@@ -3,6 +3,7 @@
 //! Secret values are allocated with `BN_secure_new`, flagged `BN_FLG_CONSTTIME`, and cleared
 //! on drop (`BN_clear_free`).
 
+use super::libctx::LibCtx;
 use super::sys::*;
 use crate::error::{KaeError, KaeResult};
 use core::ptr::NonNull;
@@ -206,41 +207,22 @@ impl Drop for BigNum {
     }
 }
 
-/// Which library context a secure scratch context draws random numbers from (blinding
-/// factors, prime tests): libcrypto's default one, or a provider instance's. A handle, not an
-/// owner: whoever makes one from a pointer answers for that context's life.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RandSource(usize);
-
-impl RandSource {
-    /// libcrypto's default library context, which lives as long as the process.
-    pub const DEFAULT: RandSource = RandSource(0);
-
-    /// # Safety
-    /// `libctx` is NULL (the default context) or a live `OSSL_LIB_CTX` that is not freed while
-    /// the handle, any copy of it, or any [`BnCtx`] made from them ([`BnCtx::new_for`]) exists.
-    pub unsafe fn from_raw(libctx: *mut OSSL_LIB_CTX) -> RandSource {
-        RandSource(libctx as usize)
-    }
-}
-
 /// A scratch context for BN arithmetic (secure heap when available).
 pub struct BnCtx(NonNull<BN_CTX>);
 
 impl BnCtx {
     /// A secure-heap scratch context drawing random numbers from the default library context.
     pub fn new() -> KaeResult<Self> {
-        Self::new_for(RandSource::DEFAULT)
+        Self::new_for(LibCtx::DEFAULT)
     }
     /// A secure-heap scratch context whose random numbers (blinding, prime tests) come from
     /// `source`: the context keeps it, and every operation that draws random numbers through
     /// it (`BN_priv_rand_range_ex`, prime generation) uses it.
-    pub fn new_for(source: RandSource) -> KaeResult<Self> {
+    pub fn new_for(source: LibCtx) -> KaeResult<Self> {
         // SAFETY: BN_CTX_secure_new_ex only stores the library context in the new one; a
-        // RandSource is the default context (NULL) or one its maker promised
-        // (`RandSource::from_raw`) to keep alive while the handle or any context made from it
-        // exists.
-        NonNull::new(unsafe { BN_CTX_secure_new_ex(source.0 as *mut OSSL_LIB_CTX) })
+        // LibCtx is the default context or one its maker keeps alive while the handle or
+        // anything made from it exists (LibCtx::free's contract).
+        NonNull::new(unsafe { BN_CTX_secure_new_ex(source.as_ptr()) })
             .map(BnCtx)
             .ok_or(KaeError::OutOfMemory)
     }

@@ -1,5 +1,6 @@
 //! The core handle, error reporting, and the panic guard around every `extern "C"` body.
 
+use super::libctx::{ChildLibCtx, LibCtx};
 use super::sys::*;
 use crate::error::KaeError;
 use core::ffi::{c_char, CStr};
@@ -92,12 +93,13 @@ impl Core {
         core
     }
 
-    /// A new library context that is a child of the application's (NULL on failure): it sees
-    /// the providers loaded there. The caller frees it with [`free_libctx`].
-    pub fn new_child_libctx(&self) -> *mut OSSL_LIB_CTX {
+    /// A new library context that is a child of the application's (None on failure): it
+    /// sees the providers loaded there. Its maker frees it ([`LibCtx::free`]).
+    pub fn new_child_libctx(&self) -> Option<ChildLibCtx> {
         // SAFETY: the handle and the whole dispatch table the core gave from_dispatch (the
         // only constructor), valid while this Core is used, as the function requires.
-        unsafe { OSSL_LIB_CTX_new_child(self.handle, self.dispatch) }
+        let ctx = unsafe { OSSL_LIB_CTX_new_child(self.handle, self.dispatch) };
+        core::ptr::NonNull::new(ctx).map(|c| ChildLibCtx(LibCtx::made(c)))
     }
 
     /// The core's UTF-8 parameters `keys` (its `openssl-version`, or the values of our config
@@ -161,17 +163,6 @@ impl Core {
             reason.text(),
             detail.map(|d| format!(" ({d})")).unwrap_or_default()
         );
-    }
-}
-
-/// Frees a library context made by [`Core::new_child_libctx`] or `OSSL_LIB_CTX_new`.
-///
-/// # Safety
-/// `ctx` is NULL or such a context, freed once, and nothing uses it after.
-pub unsafe fn free_libctx(ctx: *mut OSSL_LIB_CTX) {
-    if !ctx.is_null() {
-        // SAFETY: the caller's contract.
-        unsafe { OSSL_LIB_CTX_free(ctx) };
     }
 }
 

@@ -1,6 +1,7 @@
 //! Digests (EVP_MD fetched from the application's library context) and randomness. What
 //! they are to RSA padding (its `Hasher` / `RandomSource`) is said in `rsa::libcrypto`.
 
+use super::libctx::LibCtx;
 use super::sys::*;
 use crate::error::{KaeError, KaeResult};
 use core::marker::PhantomData;
@@ -21,33 +22,22 @@ unsafe impl Sync for Md {}
 impl Md {
     /// [`Md::fetch`] from libcrypto's default library context.
     pub fn fetch_default(name: &str, props: Option<&str>) -> KaeResult<Md> {
-        // SAFETY: NULL selects the default library context, which libcrypto keeps alive for
-        // the life of the process.
-        unsafe { Md::fetch(core::ptr::null_mut(), name, props) }
+        Md::fetch(LibCtx::DEFAULT, name, props)
     }
 
-    /// Fetches digest `name`.
-    ///
-    /// # Safety
-    /// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not
-    /// freed before the returned `Md`, every clone of it and every digest context using it
-    /// are dropped: the fetched `EVP_MD` belongs to a provider of that context, which freeing
-    /// the context tears down.
-    pub unsafe fn fetch(
-        libctx: *mut OSSL_LIB_CTX,
-        name: &str,
-        props: Option<&str>,
-    ) -> KaeResult<Md> {
+    /// Fetches digest `name` in `libctx`. The `EVP_MD` belongs to a provider of that context;
+    /// [`LibCtx::free`]'s contract keeps the context until it and its clones are dropped.
+    pub fn fetch(libctx: LibCtx, name: &str, props: Option<&str>) -> KaeResult<Md> {
         let cname = CString::new(name).map_err(|_| KaeError::InvalidDigest)?;
         let cprops = props
             .map(CString::new)
             .transpose()
             .map_err(|_| KaeError::InvalidParam)?;
-        // SAFETY: NUL-terminated strings that live across the call; libctx is NULL or a live
-        // library context by the caller's contract.
+        // SAFETY: NUL-terminated strings that live across the call; a LibCtx is the default
+        // context or a live one (its type's contract).
         let p = unsafe {
             EVP_MD_fetch(
-                libctx,
+                libctx.as_ptr(),
                 cname.as_ptr(),
                 cprops.as_ref().map_or(core::ptr::null(), |c| c.as_ptr()),
             )
@@ -212,26 +202,20 @@ impl Drop for MdCtx {
 /// Randomness from the application's library context: the public DRBG for padding bytes,
 /// the private DRBG for secrets (blinding factors, premaster fallbacks).
 ///
-/// The fields are private: an `Rng` holds a library context only through [`Rng::new`], whose
-/// contract makes [`Rng::fill`] sound. `'a` is how long the context is known to live.
+/// `'a` is how long the user of the `Rng` holds it (an instance's, for one operation).
 pub struct Rng<'a> {
-    libctx: *mut OSSL_LIB_CTX,
+    libctx: LibCtx,
     private: bool,
-    _libctx: PhantomData<&'a OSSL_LIB_CTX>,
+    _borrow: PhantomData<&'a ()>,
 }
 
 impl<'a> Rng<'a> {
     /// Draws from `libctx`'s public DRBG, or its private one when `private` is set.
-    ///
-    /// # Safety
-    /// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not
-    /// freed before `'a` ends: every `fill` passes it to `RAND_bytes_ex` /
-    /// `RAND_priv_bytes_ex`.
-    pub unsafe fn new(libctx: *mut OSSL_LIB_CTX, private: bool) -> Rng<'a> {
+    pub fn new(libctx: LibCtx, private: bool) -> Rng<'a> {
         Rng {
             libctx,
             private,
-            _libctx: PhantomData,
+            _borrow: PhantomData,
         }
     }
 }
@@ -240,9 +224,7 @@ impl Rng<'static> {
     /// Draws from the default library context's public DRBG, or its private one when
     /// `private` is set.
     pub fn default_ctx(private: bool) -> Rng<'static> {
-        // SAFETY: NULL selects the default library context, which libcrypto keeps alive for
-        // the life of the process.
-        unsafe { Rng::new(core::ptr::null_mut(), private) }
+        Rng::new(LibCtx::DEFAULT, private)
     }
 }
 
@@ -252,14 +234,13 @@ impl Rng<'_> {
         if buf.is_empty() {
             return Ok(());
         }
-        // SAFETY: buf is writable for buf.len() bytes; libctx is NULL or a library context
-        // that lives until 'a, which this borrow is within (the contract of Rng::new, the only
-        // way to set it).
+        // SAFETY: buf is writable for buf.len() bytes; a LibCtx is the default context or a
+        // live one (its type's contract).
         let r = unsafe {
             if self.private {
-                RAND_priv_bytes_ex(self.libctx, buf.as_mut_ptr(), buf.len(), 0)
+                RAND_priv_bytes_ex(self.libctx.as_ptr(), buf.as_mut_ptr(), buf.len(), 0)
             } else {
-                RAND_bytes_ex(self.libctx, buf.as_mut_ptr(), buf.len(), 0)
+                RAND_bytes_ex(self.libctx.as_ptr(), buf.as_mut_ptr(), buf.len(), 0)
             }
         };
         if r == 1 {

@@ -5,6 +5,7 @@
 //! handle is owned by a type that frees it on drop.
 #![allow(non_camel_case_types)]
 
+use super::libctx::{ChildLibCtx, LibCtx};
 use super::params::OwnedParams;
 use super::sys::{OSSL_LIB_CTX, OSSL_PARAM};
 use crate::error::{KaeError, KaeResult};
@@ -137,21 +138,19 @@ pub struct Pkey(NonNull<EVP_PKEY>);
 
 impl Pkey {
     /// `EVP_PKEY_fromdata` for key type `key_type` in `libctx`, with `selection` of `params`.
-    ///
-    /// # Safety
-    /// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` that is not
-    /// freed before the returned `Pkey` is dropped: the key belongs to a key management of a
-    /// provider in that context, which freeing the context tears down.
-    pub unsafe fn from_params(
-        libctx: *mut OSSL_LIB_CTX,
+    /// The key belongs to a key management of a provider in that context, which
+    /// [`LibCtx::free`]'s contract keeps until the key is dropped.
+    pub fn from_params(
+        libctx: LibCtx,
         key_type: &CStr,
         selection: c_int,
         params: &OwnedParams,
     ) -> KaeResult<Pkey> {
-        // SAFETY: libctx is NULL or a live library context (the caller's contract); key_type
-        // and the NULL property query are valid for the call.
-        let pctx =
-            unsafe { EVP_PKEY_CTX_new_from_name(libctx, key_type.as_ptr(), core::ptr::null()) };
+        // SAFETY: a LibCtx is the default context or a live one (its type's contract);
+        // key_type and the NULL property query are valid for the call.
+        let pctx = unsafe {
+            EVP_PKEY_CTX_new_from_name(libctx.as_ptr(), key_type.as_ptr(), core::ptr::null())
+        };
         if pctx.is_null() {
             return Err(KaeError::FetchFailed);
         }
@@ -185,21 +184,13 @@ impl Drop for Pkey {
 }
 
 /// Whether cipher `name` can be fetched in `libctx` with property query `props`.
-///
-/// # Safety
-/// `libctx` is NULL (the default library context) or a live `OSSL_LIB_CTX` for the duration of
-/// the call (nothing fetched is kept).
-pub unsafe fn cipher_available(
-    libctx: *mut OSSL_LIB_CTX,
-    name: &CStr,
-    props: Option<&CStr>,
-) -> bool {
+pub fn cipher_available(libctx: LibCtx, name: &CStr, props: Option<&CStr>) -> bool {
     let props = props.map_or(core::ptr::null(), CStr::as_ptr);
-    // SAFETY: libctx is NULL or live for this call (the caller's contract); name and props are
-    // NUL-terminated strings (or NULL) valid for the call; the fetched cipher is freed right
-    // away.
+    // SAFETY: a LibCtx is the default context or a live one (its type's contract); name and
+    // props are NUL-terminated strings (or NULL) valid for the call; the fetched cipher is
+    // freed right away.
     unsafe {
-        let c = EVP_CIPHER_fetch(libctx, name.as_ptr(), props);
+        let c = EVP_CIPHER_fetch(libctx.as_ptr(), name.as_ptr(), props);
         if c.is_null() {
             return false;
         }
@@ -371,19 +362,13 @@ impl Drop for MemBio {
 pub struct CoreBio<'o>(NonNull<BIO>, core::marker::PhantomData<&'o mut ()>);
 
 impl CoreBio<'_> {
-    /// A BIO writing to `out`, dropped with the borrow of `out`, before the `encode` call
-    /// returns.
-    ///
-    /// # Safety
-    /// `libctx` is a live library context made from the core's dispatch table
-    /// (`OSSL_LIB_CTX_new_child`), which carries the BIO upcalls.
-    pub unsafe fn new<'o>(
-        libctx: *mut OSSL_LIB_CTX,
-        out: &'o mut CoreOut<'_>,
-    ) -> KaeResult<CoreBio<'o>> {
+    /// A BIO writing to `out` through the core's BIO upcalls, which `libctx` (made from the
+    /// core's dispatch table) carries; dropped with the borrow of `out`, before the `encode`
+    /// call returns.
+    pub fn new<'o>(libctx: ChildLibCtx, out: &'o mut CoreOut<'_>) -> KaeResult<CoreBio<'o>> {
         // SAFETY: out holds the core's BIO of the current call (CoreOut::new's contract), and
-        // libctx a library context made from the core's dispatch table (the contract).
-        NonNull::new(unsafe { BIO_new_from_core_bio(libctx, out.bio.as_ptr()) })
+        // libctx is a live child context made from the core's dispatch table (its type).
+        NonNull::new(unsafe { BIO_new_from_core_bio(libctx.libctx().as_ptr(), out.bio.as_ptr()) })
             .map(|b| CoreBio(b, core::marker::PhantomData))
             .ok_or(KaeError::Internal)
     }

@@ -11,6 +11,7 @@ pub mod core;
 pub mod digest;
 pub mod encode;
 pub mod fork;
+pub mod libctx;
 pub mod memcheck;
 pub mod params;
 pub mod provider;

@@ -1,7 +1,8 @@
 //! kae's private copy of the default provider: a library context of its own with the default
 //! provider loaded in it, made at init and unloaded at teardown.
 
-use super::core::{free_libctx, Core, Failure};
+use super::core::{Core, Failure};
+use super::libctx::{ChildLibCtx, LibCtx};
 use super::sys::*;
 use crate::error::KaeError;
 use core::ffi::{c_char, c_int, c_void, CStr};
@@ -49,8 +50,8 @@ impl PrivateDefault {
     }
 
     /// The private library context.
-    pub fn libctx(&self) -> *mut OSSL_LIB_CTX {
-        self.libctx.as_ptr()
+    pub fn libctx(&self) -> LibCtx {
+        LibCtx::made(self.libctx)
     }
 
     /// The default provider's own provider context.
@@ -128,19 +129,18 @@ impl PrivateDefault {
 
 /// An instance's library contexts: a child of the application's (for fetches and random
 /// numbers through the application's providers) and, when `load_default`, the private default
-/// provider. Both or neither: a failure frees what was made. The caller frees the child with
-/// [`free_libctx`] and unloads the default at teardown.
+/// provider. Both or neither: a failure frees what was made. The caller frees the child
+/// ([`LibCtx::free`]) and unloads the default at teardown.
 pub fn instance_contexts(
     core: &Core,
     load_default: bool,
-) -> Result<(*mut OSSL_LIB_CTX, Option<PrivateDefault>), Failure> {
-    let child = core.new_child_libctx();
-    if child.is_null() {
+) -> Result<(ChildLibCtx, Option<PrivateDefault>), Failure> {
+    let Some(child) = core.new_child_libctx() else {
         return Err(Failure::with(
             KaeError::Internal,
             "OSSL_LIB_CTX_new_child failed",
         ));
-    }
+    };
     if !load_default {
         return Ok((child, None));
     }
@@ -148,7 +148,7 @@ pub fn instance_contexts(
         Some(default) => Ok((child, Some(default))),
         None => {
             // SAFETY: made just above and used by nothing yet.
-            unsafe { free_libctx(child) };
+            unsafe { child.libctx().free() };
             Err(KaeError::DefaultProviderUnavailable.into())
         }
     }

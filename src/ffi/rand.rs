@@ -1,5 +1,6 @@
 //! An owned DRBG of a library context (EVP_RAND(3)): what kae's DRBG fronts forward to.
 
+use super::libctx::LibCtx;
 use super::params::{ParamSubset, ParamsMut};
 use super::sys::*;
 use crate::error::KaeError;
@@ -22,12 +23,10 @@ impl Drop for Drbg {
 }
 
 /// Fetches DRBG type `name` from the default provider of `libctx`.
-///
-/// # Safety
-/// `libctx` is a live library context.
-unsafe fn fetch(libctx: *mut OSSL_LIB_CTX, name: &CStr) -> Result<*mut EVP_RAND, KaeError> {
-    // SAFETY: libctx is live (the contract); the name and property query are C strings.
-    let r = unsafe { EVP_RAND_fetch(libctx, name.as_ptr(), c"provider=default".as_ptr()) };
+fn fetch(libctx: LibCtx, name: &CStr) -> Result<*mut EVP_RAND, KaeError> {
+    // SAFETY: a LibCtx is live (its type's contract); the name and property query are C
+    // strings.
+    let r = unsafe { EVP_RAND_fetch(libctx.as_ptr(), name.as_ptr(), c"provider=default".as_ptr()) };
     if r.is_null() {
         Err(KaeError::FetchFailed)
     } else {
@@ -42,16 +41,13 @@ fn raw(b: Option<&[u8]>) -> (*const u8, usize) {
 
 impl Drbg {
     /// A new DRBG of type `name` in `libctx`, chained to its primary DRBG.
-    ///
-    /// # Safety
-    /// `libctx` is a live library context that outlives the returned `Drbg`.
-    pub unsafe fn new(libctx: *mut OSSL_LIB_CTX, name: &CStr) -> Result<Drbg, KaeError> {
-        // SAFETY: libctx is live (the contract).
-        let rand = unsafe { fetch(libctx, name) }?;
+    pub fn new(libctx: LibCtx, name: &CStr) -> Result<Drbg, KaeError> {
+        let rand = fetch(libctx, name)?;
         // SAFETY: a fetched EVP_RAND, released once the context holds its own reference; the
-        // parent is libctx's primary DRBG, which lives as long as libctx.
+        // parent is libctx's primary DRBG, which lives as long as libctx, which outlives this
+        // Drbg (LibCtx::free's contract).
         let ctx = unsafe {
-            let parent = RAND_get0_primary(libctx);
+            let parent = RAND_get0_primary(libctx.as_ptr());
             let c = EVP_RAND_CTX_new(rand, parent);
             EVP_RAND_free(rand);
             c
@@ -60,19 +56,17 @@ impl Drbg {
     }
 
     /// The settable (or gettable) parameters of DRBG type `name` in `libctx`: static data of
-    /// its provider (None when it describes none).
-    ///
-    /// # Safety
-    /// `libctx` is a live library context whose providers stay loaded while the answer is used.
-    pub unsafe fn described(
-        libctx: *mut OSSL_LIB_CTX,
+    /// its provider (None when it describes none), valid while `libctx` is.
+    pub fn described(
+        libctx: LibCtx,
         name: &CStr,
         settable: bool,
     ) -> Result<Option<&'static [OSSL_PARAM]>, KaeError> {
-        // SAFETY: libctx is live (the contract).
-        let rand = unsafe { fetch(libctx, name) }?;
+        let rand = fetch(libctx, name)?;
         // SAFETY: the arrays are the provider's static data, terminated by a NULL key and
-        // valid after the EVP_RAND reference is dropped while the provider stays loaded.
+        // valid after the EVP_RAND reference is dropped while the provider stays loaded,
+        // which is as long as its context lives: past every use of the answer by one of
+        // kae's DRBG fronts, which the core frees before our teardown.
         unsafe {
             let p = if settable {
                 EVP_RAND_settable_ctx_params(rand)

@@ -2,7 +2,8 @@
 //! generation: nothing here depends on OpenSSL's private RSA structure.
 
 use crate::error::{KaeError, KaeResult};
-use crate::ffi::bn::{BigNum, BnCtx, MontCtx, RandSource};
+use crate::ffi::bn::{BigNum, BnCtx, MontCtx};
+use crate::ffi::libctx::LibCtx;
 use crate::rsa::ct_limbs::{BigNumLimbs, Limbs, Modulus};
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::DigestId;
@@ -121,7 +122,7 @@ pub struct RsaKey {
     /// Where blinding factors and prime tests draw their random numbers: the library context
     /// of the kae instance that owns the key, or the default one (keys made outside a provider
     /// instance, in unit tests).
-    rand_source: RandSource,
+    rand_source: LibCtx,
     /// What a backend attached to this key (an HPRE session, a lane layout): made at first
     /// use, freed with the key, rebuilt in a forked child (`key_slot`).
     pub backend_state: crate::rsa::key_slot::KeySlot,
@@ -141,13 +142,13 @@ impl RsaKey {
             mont: OnceLock::new(),
             blindings: Mutex::new(Vec::new()),
             blindings_made: AtomicU32::new(0),
-            rand_source: RandSource::DEFAULT,
+            rand_source: LibCtx::DEFAULT,
             backend_state: Default::default(),
         }
     }
 
     /// Attaches the key to a provider instance's library context (see the field).
-    pub fn set_rand_source(&mut self, source: RandSource) {
+    pub fn set_rand_source(&mut self, source: LibCtx) {
         self.rand_source = source;
     }
 

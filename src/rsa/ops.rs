@@ -8,7 +8,8 @@
 //! 4. unblind.
 
 use crate::error::{KaeError, KaeResult};
-use crate::ffi::bn::{arith, BigNum, BnCtx, RandSource};
+use crate::ffi::bn::{arith, BigNum, BnCtx};
+use crate::ffi::libctx::LibCtx;
 use crate::rsa::ct_limbs::{self, BigNumLimbs, Limbs};
 use crate::rsa::key::{Blinding, CrtCache, RsaKey};
 
@@ -519,13 +520,13 @@ pub fn pairwise_test(key: &RsaKey) -> KaeResult<()> {
 /// bits set (so n has exactly `bits` bits), gcd(p−1, e) = gcd(q−1, e) = 1, |p − q| large,
 /// d = e^-1 mod lcm(p−1, q−1) with d > 2^(bits/2).
 pub fn generate(kind: crate::rsa::KeyType, bits: usize, e_value: &BigNum) -> KaeResult<RsaKey> {
-    generate_in(RandSource::DEFAULT, kind, bits, e_value)
+    generate_in(LibCtx::DEFAULT, kind, bits, e_value)
 }
 
 /// [`generate`] with primes and the pairwise test's blinding drawn from `source` (a provider
 /// instance's library context), which the key keeps ([`RsaKey::set_rand_source`]).
 pub fn generate_in(
-    source: RandSource,
+    source: LibCtx,
     kind: crate::rsa::KeyType,
     bits: usize,
     e_value: &BigNum,

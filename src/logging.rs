@@ -5,6 +5,9 @@
 //! Targets: `stderr` (default), `syslog` (facility daemon, ident `kae`), `file:/path` (appended).
 //! Off by default: a provider must not write into its host's output unless asked to.
 
+#![deny(unsafe_code)]
+
+use crate::ffi::posix;
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use std::collections::HashMap;
 use std::io::Write;
@@ -54,11 +57,7 @@ impl Log for KaeLogger {
                     Level::Info => libc::LOG_INFO,
                     Level::Debug | Level::Trace => libc::LOG_DEBUG,
                 };
-                if let Ok(msg) = std::ffi::CString::new(format!("{}", r.args()).replace('\0', " "))
-                {
-                    // SAFETY: constant format string with one C string argument.
-                    unsafe { libc::syslog(prio, c"%s".as_ptr(), msg.as_ptr()) };
-                }
+                posix::syslog(prio, &r.args().to_string());
             }
         }
     }
@@ -122,18 +121,15 @@ pub fn config_diagnostic(line: &str, error: bool, syslog: bool) {
     }
     write_stderr_line(line);
     if syslog {
-        if let Ok(msg) = std::ffi::CString::new(line.replace('\0', " ")) {
-            let prio = if error {
+        posix::open_syslog();
+        posix::syslog(
+            if error {
                 libc::LOG_ERR
             } else {
                 libc::LOG_WARNING
-            };
-            // SAFETY: static ident; constant format string with one C string argument.
-            unsafe {
-                libc::openlog(c"kae".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON);
-                libc::syslog(prio, c"%s".as_ptr(), msg.as_ptr());
-            }
-        }
+            },
+            line,
+        );
     }
 }
 
@@ -152,8 +148,7 @@ pub fn configure(level: Option<&str>, target: Option<&str>) -> Result<(), String
         let chosen = if t.eq_ignore_ascii_case("stderr") {
             Target::Stderr
         } else if t.eq_ignore_ascii_case("syslog") {
-            // SAFETY: static ident string; openlog keeps the pointer.
-            unsafe { libc::openlog(c"kae".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
+            posix::open_syslog();
             Target::Syslog
         } else if let Some(path) = t.strip_prefix("file:").filter(|p| p.starts_with('/')) {
             let f = std::fs::OpenOptions::new()
@@ -211,6 +206,5 @@ pub fn write_stderr_line(line: &str) {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
-    // SAFETY: a valid buffer of buf.len() bytes; a short or failed write is ignored.
-    let _ = unsafe { libc::write(2, buf.as_ptr().cast(), buf.len()) };
+    posix::write_stderr(&buf);
 }

@@ -2,6 +2,8 @@
 //! pointers the core passes back. It sits below the operations and the C ABI, which take
 //! their instance from here, and below `provider`, which makes and lists the instances.
 
+#![deny(unsafe_code)]
+
 use crate::error::KaeError;
 use crate::ffi::core::Failure;
 use crate::ffi::digest::{Md, Rng};
@@ -11,6 +13,7 @@ use crate::ffi::params::OwnedParams;
 use crate::ffi::provider::PrivateDefault;
 use crate::ffi::rand::Drbg;
 use crate::ffi::sys::*;
+use crate::ffi::table::Table;
 use crate::ffi::Core;
 use crate::rsa::libcrypto::Digest;
 use crate::settings::Config;
@@ -41,10 +44,9 @@ pub struct ProvCtx {
 }
 
 /// A copy of one of the default provider's algorithm tables with our property strings
-/// (`provider/relist.rs` fills it), or kae's table merged with such a copy. A plain `Vec`,
-/// not an `abi::Table`: `abi` takes `ProvCtx` from here.
+/// (`provider/relist.rs` fills it), or kae's table merged with such a copy.
 pub(crate) struct ProxyTable {
-    pub(crate) algs: Vec<OSSL_ALGORITHM>,
+    pub(crate) algs: Table<OSSL_ALGORITHM>,
     pub(crate) _props: Vec<CString>,
 }
 
@@ -79,11 +81,6 @@ pub(crate) fn free_slot() -> Option<usize> {
         .position(|w| w.as_ref().is_none_or(|w| w.strong_count() == 0))
 }
 
-// SAFETY: a table is plain data: pointers to the default provider's static strings and
-// dispatch tables and to the property strings kept beside them, only ever read (the instance
-// keeps its tables behind a mutex).
-unsafe impl Send for ProxyTable {}
-
 impl ProvCtx {
     /// The instance the core knows by the provider context pointer `p` (None: not ours). The
     /// pointer is only compared with the registry's keys, never dereferenced.
@@ -92,19 +89,6 @@ impl ProvCtx {
             return None;
         }
         lookup(p)
-    }
-
-    /// Unloads our private default provider, its library context and our child library
-    /// context. Called at teardown, when the core holds no more methods of ours (so none of
-    /// the re-listed ones either).
-    pub(crate) fn release_contexts(&self) {
-        if let Some(default) = self.private_default {
-            // SAFETY: loaded in init and unloaded once, here (teardown runs once), when the
-            // core holds nothing of ours that could still use it.
-            unsafe { default.unload() };
-        }
-        // SAFETY: made in init, freed once, here, for the same reason.
-        unsafe { self.libctx.libctx().free() };
     }
 
     /// Fetches digest `name` in this instance's child library context; a failure names it.

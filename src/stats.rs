@@ -11,10 +11,13 @@
 //! processes that died without cleaning up are recognised by `kae-stat` (dead pid, or a live
 //! pid whose start time differs) and removed there.
 
+#![deny(unsafe_code)]
+
 use crate::completion::OpKind;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kae_counters::writer::{Header, MappedPage, PageSlot};
 use std::ffi::CString;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::sync::{Once, OnceLock};
 
 pub mod files;
@@ -30,18 +33,12 @@ pub use kae_counters::{
 /// Counters used before publication (or when publication is off or failed).
 static LOCAL: Counters = Counters::new();
 /// The published page of this process, if any.
-static PAGE: AtomicPtr<Page> = AtomicPtr::new(core::ptr::null_mut());
+static PAGE: PageSlot = PageSlot::new();
 
 #[inline]
 fn counters() -> &'static Counters {
-    let p = PAGE.load(Ordering::Relaxed);
-    if p.is_null() {
-        &LOCAL
-    } else {
-        // SAFETY: a published page is mapped for the life of the process (never unmapped,
-        // only unlinked at exit).
-        unsafe { &(*p).counters }
-    }
+    PAGE.load(Ordering::Relaxed)
+        .map_or(&LOCAL, MappedPage::counters)
 }
 
 #[inline]
@@ -211,13 +208,11 @@ enum Where {
 }
 
 fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
+    kae_counters::writer::euid()
 }
 
 fn pid() -> u32 {
-    // SAFETY: getpid has no preconditions.
-    unsafe { libc::getpid() as u32 }
+    std::process::id()
 }
 
 /// Text for a failed publication by `uid`.
@@ -235,7 +230,7 @@ fn describe_failure(uid: u32, (at, problem): (Where, files::Problem)) -> String 
 
 /// Creates and maps this process's page in `<root>/<uid>`. System calls only, no
 /// allocation: also runs in the fork child handler.
-fn map_page(start_ticks: u64, uid: u32) -> Result<*mut Page, (Where, files::Problem)> {
+fn map_page(start_ticks: u64, uid: u32) -> Result<MappedPage, (Where, files::Problem)> {
     let no_root = files::Problem::Sys {
         call: "publish",
         errno: libc::ENOENT,
@@ -244,42 +239,25 @@ fn map_page(start_ticks: u64, uid: u32) -> Result<*mut Page, (Where, files::Prob
     let root = files::open_root(root, uid).map_err(|p| (Where::Root, p))?;
     let dir = files::open_user_dir(root.as_fd(), uid, true).map_err(|p| (Where::UserDir, p))?;
     let pid = pid();
-    let size = PAGE_SIZE;
-    let fd = files::create_page(dir.as_fd(), pid, size).map_err(|p| (Where::Page, p))?;
-    // SAFETY: maps the file we just created and sized; the mapping outlives the fd.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd.as_raw_fd(),
-            0,
-        )
+    let fd = files::create_page(dir.as_fd(), pid, PAGE_SIZE).map_err(|p| (Where::Page, p))?;
+    let header = Header {
+        pid,
+        start_ticks,
+        backend: BACKEND.get().copied().unwrap_or_default(),
     };
-    if p == libc::MAP_FAILED {
-        let e = files::Problem::Sys {
-            call: "mmap",
-            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-        };
+    MappedPage::map(fd.as_fd(), &header).map_err(|errno| {
         files::unlink(
             dir.as_fd(),
             files::Name::new(files::FILE_PREFIX, pid).as_cstr(),
         );
-        return Err((Where::Page, e));
-    }
-    let page = p as *mut Page;
-    // SAFETY: the mapping is ours, page-sized and zero-filled by ftruncate. The header is
-    // filled before the magic so a reader never sees the magic before the rest.
-    unsafe {
-        (*page).pid = pid;
-        (*page).version = VERSION;
-        (*page).start_ticks = start_ticks;
-        (*page).backend = BACKEND.get().copied().unwrap_or_default();
-        core::sync::atomic::fence(Ordering::Release);
-        (*page).magic = MAGIC;
-    }
-    Ok(page)
+        (
+            Where::Page,
+            files::Problem::Sys {
+                call: "mmap",
+                errno,
+            },
+        )
+    })
 }
 
 /// Removes this process's page from `<root>/<uid>`; false when that is not possible (the
@@ -300,19 +278,13 @@ fn remove_page(uid: u32) -> bool {
     )
 }
 
-/// Marks a page that is no longer this process's current one (readers skip it and
-/// `kae-stat` removes it).
-fn mark_moved(page: *mut Page) {
-    // SAFETY: published pages stay mapped for the life of the process.
-    unsafe { core::ptr::addr_of_mut!((*page).magic).write_volatile(MOVED) };
-}
-
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         log_summary_once();
-        let page = PAGE.load(Ordering::Acquire);
-        if !page.is_null() && !remove_page(PAGE_UID.load(Ordering::Acquire)) {
-            mark_moved(page);
+        if let Some(page) = PAGE.load(Ordering::Acquire) {
+            if !remove_page(PAGE_UID.load(Ordering::Acquire)) {
+                page.mark_moved();
+            }
         }
     });
 }
@@ -322,7 +294,7 @@ extern "C" fn at_exit() {
 /// its workers does so after the fork, and the page follows at the first operation, see
 /// [`EUID_CHECK`]). Runs in the child right after fork: system calls only, no allocation.
 extern "C" fn after_fork_child() {
-    if PAGE.load(Ordering::Relaxed).is_null() {
+    if PAGE.load(Ordering::Relaxed).is_none() {
         return;
     }
     for v in LOCAL.values.iter() {
@@ -330,8 +302,7 @@ extern "C" fn after_fork_child() {
     }
     let uid = euid();
     // The start time is re-read lazily by kae-stat's check; 0 means "unknown, trust the pid".
-    let page = map_page(0, uid).unwrap_or(core::ptr::null_mut());
-    PAGE.store(page, Ordering::Release);
+    PAGE.store(map_page(0, uid).ok(), Ordering::Release);
     PAGE_UID.store(uid, Ordering::Release);
     EUID_CHECK.store(true, Ordering::Release);
     SUMMARY_LOGGED.store(false, Ordering::Relaxed);
@@ -352,22 +323,14 @@ fn euid_check() {
     let old = PAGE.load(Ordering::Acquire);
     match map_page(own_start_ticks(), uid) {
         Ok(new) => {
-            // SAFETY: both pages are mapped for the life of the process.
-            let (from, to) = unsafe {
-                let from = if old.is_null() {
-                    &LOCAL
-                } else {
-                    &(*old).counters
-                };
-                (from, &(*new).counters)
-            };
-            for (d, s) in to.values.iter().zip(from.values.iter()) {
+            let from = old.map_or(&LOCAL, MappedPage::counters);
+            for (d, s) in new.counters().values.iter().zip(from.values.iter()) {
                 d.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
             }
-            PAGE.store(new, Ordering::Release);
+            PAGE.store(Some(new), Ordering::Release);
             PAGE_UID.store(uid, Ordering::Release);
-            if !old.is_null() && !remove_page(old_uid) {
-                mark_moved(old);
+            if let Some(old) = old.filter(|_| !remove_page(old_uid)) {
+                old.mark_moved();
             }
             log::info!(
                 "effective uid changed from {old_uid} to {uid}: counters now published under {}/{uid}",
@@ -386,9 +349,7 @@ fn euid_check() {
 pub fn publish(backend: &str) {
     PUBLISHED_ONCE.call_once(|| {
         if crate::settings::stats_disabled() {
-            // SAFETY: at_exit is an extern "C" fn() of this module, which is linked -z nodelete, so
-            // it is still mapped when the process exits.
-            unsafe { libc::atexit(at_exit) };
+            crate::ffi::fork::at_exit(at_exit);
             return;
         }
         let dir = stats_dir();
@@ -409,14 +370,10 @@ pub fn publish(backend: &str) {
             match map_page(own_start_ticks(), uid) {
                 Ok(page) => {
                     // Carry over what was counted before publication.
-                    // SAFETY: page is the non-NULL, PAGE_SIZE, writable mapping map_page just made
-                    // and never unmapped; Counters holds atomics, so a shared borrow is sound even
-                    // if the file is written elsewhere.
-                    let pc = unsafe { &(*page).counters };
-                    for (d, s) in pc.values.iter().zip(LOCAL.values.iter()) {
+                    for (d, s) in page.counters().values.iter().zip(LOCAL.values.iter()) {
                         d.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
                     }
-                    PAGE.store(page, Ordering::Release);
+                    PAGE.store(Some(page), Ordering::Release);
                 }
                 Err(f) => log::warn!(
                     "counters not published ({}); kae-stat will not see this process",
@@ -425,12 +382,8 @@ pub fn publish(backend: &str) {
             }
             EUID_CHECK.store(true, Ordering::Release);
         }
-        // SAFETY: registering plain extern "C" fns; the library is linked with -z nodelete,
-        // so they stay valid after the provider is unloaded.
-        unsafe {
-            libc::atexit(at_exit);
-            libc::pthread_atfork(None, None, Some(after_fork_child));
-        }
+        crate::ffi::fork::at_exit(at_exit);
+        crate::ffi::fork::in_child_after_fork(after_fork_child);
     });
 }
 
@@ -461,26 +414,26 @@ pub fn short_line(s: &Snapshot) -> String {
 mod tests {
     use super::*;
 
-    /// The bytes of a page for `pid` with `magic`.
+    /// The bytes of a page for `pid` with `magic`, written field by field in the on-disk
+    /// order (little endian, as `kae_counters::layout` fixes it).
     fn page_bytes(magic: [u8; 8], pid: u32, start_ticks: u64, private_inline: u64) -> Vec<u8> {
-        let page = Page {
-            magic,
-            version: VERSION,
-            pid,
-            start_ticks,
-            backend: *b"cpu\0\0\0\0\0\0\0\0\0\0\0\0\0",
-            device: [0; 32],
-            counters: Counters::new(),
-        };
-        page.counters.values[idx::PRIVATE_INLINE].store(private_inline, Ordering::Relaxed);
-        // SAFETY: reading the bytes of a repr(C) value we own.
-        unsafe {
-            core::slice::from_raw_parts(
-                (&page as *const Page).cast::<u8>(),
-                core::mem::size_of::<Page>(),
-            )
+        let mut v = Vec::with_capacity(PAGE_SIZE);
+        v.extend_from_slice(&magic);
+        v.extend_from_slice(&VERSION.to_le_bytes());
+        v.extend_from_slice(&pid.to_le_bytes());
+        v.extend_from_slice(&start_ticks.to_le_bytes());
+        v.extend_from_slice(b"cpu\0\0\0\0\0\0\0\0\0\0\0\0\0");
+        v.extend_from_slice(&[0; 32]);
+        for i in 0..idx::COUNT {
+            let value = if i == idx::PRIVATE_INLINE {
+                private_inline
+            } else {
+                0
+            };
+            v.extend_from_slice(&value.to_le_bytes());
         }
-        .to_vec()
+        assert_eq!(v.len(), PAGE_SIZE);
+        v
     }
 
     /// Nothing else in the library's tests counts multi-buffer work: the deltas are ours.
@@ -554,9 +507,7 @@ mod tests {
         // Pid 1 is alive, but its page says it moved away.
         let moved = d.join("kae-stats.1");
         std::fs::write(&moved, page_bytes(MOVED, 1, 0, 1)).unwrap();
-        let fifo = CString::new(d.join("kae-stats.2").as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: mkfifo only reads the path, a NUL-terminated CString alive for the call.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        files::tests::make_fifo(&d.join("kae-stats.2"));
         symlink("/dev/zero", d.join("kae-stats.3")).unwrap();
         std::fs::write(d.join("kae-stats.4"), [0u8; 10]).unwrap();
         // Pages at the root itself (kae before per-user directories) are never shown; the one

@@ -20,8 +20,8 @@
 //! This module holds what readers and the writer share: the directory checks
 //! ([`open_user_dir`], [`open_root_for_reading`]), the page names, and the reader
 //! ([`read_page`], [`list`]). The writer's own steps (creating and repairing the root,
-//! creating a page with `O_EXCL`) live in the provider (`kae::stats::files`), built on the
-//! primitives here. `open_user_dir`, `unlink`, [`Name`] and the primitives make system calls
+//! creating a page with `O_EXCL`, mapping it) are in [`writer`](crate::writer), built on
+//! the primitives here. `open_user_dir`, `unlink`, [`Name`] and the primitives make system calls
 //! only and never allocate: the provider also runs them in its fork child handler.
 
 use core::ffi::CStr;

@@ -6,14 +6,17 @@
 //! * [`files`]: where pages live (`<root>/<euid>/kae-stats.<pid>`) and the checks every
 //!   directory and page must pass, for readers and the writer alike.
 //! * [`scan`](mod@scan): the pages of live processes under a root.
+//! * [`writer`]: the provider's side: creating the root and a page with
+//!   `O_EXCL|O_NOFOLLOW`, mapping it for the life of the process, the current-page slot.
 //!
-//! The provider's writer (creating the root and a page with `O_EXCL|O_NOFOLLOW`, mapping it,
-//! moving it when the effective uid changes) is in the provider crate, `kae::stats`.
+//! When and where the provider publishes, and moving the page when its effective uid
+//! changes, are the provider's (`kae::stats`); the system calls are all here.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod files;
 pub mod layout;
 pub mod scan;
+pub mod writer;
 
 pub use files::FILE_PREFIX;
 pub use layout::{idx, parse_page, total, Counters, Page, Snapshot, MAGIC, MOVED, NAMES, VERSION};

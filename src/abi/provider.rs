@@ -11,7 +11,7 @@ use crate::ffi::provider::CapabilityCb;
 use crate::ffi::sys::*;
 use crate::provctx::ProvCtx;
 use core::ffi::{c_char, c_int, c_void};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 /// What the provider does for the core, in safe Rust.
 pub trait Provider: 'static {
@@ -21,8 +21,9 @@ pub trait Provider: 'static {
     /// Makes and registers an instance for `core`; returns the provider context pointer the
     /// core will pass back (only ever compared, never dereferenced).
     fn init(core: Core) -> Result<*mut c_void, Failure>;
-    /// Releases the instance registered under `provctx` (the core calls this once).
-    fn teardown(provctx: *mut c_void);
+    /// Forgets the instance registered under `provctx` (the core calls this once) and hands
+    /// it back, for its library contexts to be released.
+    fn teardown(provctx: *mut c_void) -> Option<Arc<ProvCtx>>;
     /// The provider's own dispatch table: [`table::<Self>()`](table), kept in a static.
     fn dispatch() -> &'static Table<OSSL_DISPATCH>;
     /// The descriptors of the parameters `get_params` answers, terminated by `END`.
@@ -88,8 +89,19 @@ pub fn table<P: Provider>() -> Table<OSSL_DISPATCH> {
 
 unsafe extern "C" fn teardown<P: Provider>(provctx: *mut c_void) {
     guard(None, (), || -> Result<(), KaeError> {
-        if !provctx.is_null() {
-            P::teardown(provctx);
+        if provctx.is_null() {
+            return Ok(());
+        }
+        if let Some(prov) = P::teardown(provctx) {
+            if let Some(default) = prov.private_default {
+                // SAFETY: loaded in init and unloaded once, here: the core tears an instance
+                // down once, after it has freed every object of ours (keys, operation
+                // contexts, generators) and holds no more of our methods (so none of the
+                // re-listed ones either); nothing else uses the instance's contexts then.
+                unsafe { default.unload() };
+            }
+            // SAFETY: made in init and freed once, here, for the same reason.
+            unsafe { prov.libctx.libctx().free() };
         }
         Ok(())
     })

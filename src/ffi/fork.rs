@@ -149,6 +149,20 @@ static PLAN: std::sync::OnceLock<&'static ForkPlan> = std::sync::OnceLock::new()
 
 /// Registers `plan`'s fork handlers, once per process (children inherit them; a second plan
 /// is refused). Returns false when that failed.
+/// Runs `f` at process exit (`atexit`). False when it could not be registered.
+pub fn at_exit(f: extern "C" fn()) -> bool {
+    // SAFETY: a plain extern "C" fn; the module is linked -z nodelete, so it stays mapped
+    // after the provider is unloaded, until the process exits.
+    unsafe { libc::atexit(f) == 0 }
+}
+
+/// Runs `f` in the child after every `fork` (`pthread_atfork`), after the handlers registered
+/// before it. False when it could not be registered.
+pub fn in_child_after_fork(f: extern "C" fn()) -> bool {
+    // SAFETY: as in at_exit: a plain extern "C" fn that stays mapped.
+    unsafe { libc::pthread_atfork(None, None, Some(f)) == 0 }
+}
+
 pub fn register_fork_plan(plan: &'static ForkPlan) -> bool {
     if PLAN.set(plan).is_err() {
         return PLAN.get().is_some_and(|p| core::ptr::eq(*p, plan));

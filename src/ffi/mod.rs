@@ -14,11 +14,13 @@ pub mod fork;
 pub mod libctx;
 pub mod memcheck;
 pub mod params;
+pub mod posix;
 pub mod provider;
 pub mod rand;
 pub mod sched;
 pub mod stack;
 pub mod sys;
+pub mod table;
 
 pub use self::core::{guard, guard_ptr, Core};
 

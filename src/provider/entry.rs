@@ -151,10 +151,10 @@ impl Provider for Kae {
         Ok(key)
     }
 
-    fn teardown(provctx: *mut c_void) {
-        // Drop the registry's reference (objects still holding clones keep the struct alive),
-        // stop the pool when this was the last instance, and release our private default
-        // provider and its library context.
+    fn teardown(provctx: *mut c_void) -> Option<Arc<ProvCtx>> {
+        // Drop the registry's reference (objects still holding clones keep the struct alive)
+        // and stop the pool when this was the last instance; abi then releases the instance's
+        // library contexts.
         let mut removed = None;
         if let Ok(mut reg) = REGISTRY.write() {
             if let Some(i) = reg.iter().position(|(k, _)| *k == provctx as usize) {
@@ -162,11 +162,10 @@ impl Provider for Kae {
             }
         }
         crate::stats::log_summary_once();
-        if let Some(prov) = removed {
-            INSTANCES.lock().unwrap_or_else(|e| e.into_inner())[prov.slot] = None;
-            crate::offload::remove_user();
-            prov.release_contexts();
-        }
+        let prov = removed?;
+        INSTANCES.lock().unwrap_or_else(|e| e.into_inner())[prov.slot] = None;
+        crate::offload::remove_user();
+        Some(prov)
     }
 
     fn dispatch() -> &'static Table<OSSL_DISPATCH> {

@@ -18,7 +18,7 @@ impl ProvCtx {
             return core::ptr::null();
         };
         if let Some(t) = map.get(&op) {
-            return t.algs.as_ptr();
+            return t.algs.0.as_ptr();
         }
         let mut algs = Vec::new();
         let mut props = Vec::new();
@@ -37,10 +37,10 @@ impl ProvCtx {
         }
         algs.push(ALG_END);
         let t = ProxyTable {
-            algs,
+            algs: Table(algs),
             _props: props,
         };
-        let ptr = t.algs.as_ptr();
+        let ptr = t.algs.0.as_ptr();
         map.insert(op, t);
         ptr
     }
@@ -201,7 +201,7 @@ pub(super) fn merged(
     };
     let key = -op; // merged tables are cached under the negated operation id
     if let Some(t) = map.get(&key) {
-        return t.algs.as_ptr();
+        return t.algs.0.as_ptr();
     }
     let mut algs: Vec<OSSL_ALGORITHM> = ours
         .0
@@ -210,15 +210,15 @@ pub(super) fn merged(
         .map(|a| OSSL_ALGORITHM { ..*a })
         .collect();
     if let Some(t) = map.get(&op) {
-        algs.extend(t.algs.iter().map(|a| OSSL_ALGORITHM { ..*a }));
+        algs.extend(t.algs.0.iter().map(|a| OSSL_ALGORITHM { ..*a }));
     } else {
         algs.push(ALG_END);
     }
     let t = ProxyTable {
-        algs,
+        algs: Table(algs),
         _props: Vec::new(),
     };
-    let ptr = t.algs.as_ptr();
+    let ptr = t.algs.0.as_ptr();
     map.insert(key, t);
     ptr
 }

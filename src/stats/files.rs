@@ -17,92 +17,25 @@
 //! * Readers open with `O_NOFOLLOW|O_NONBLOCK` and take only regular files of exactly the page
 //!   size (checked with `fstat` on the open file).
 //!
-//! The writer's steps are here ([`open_root`], [`create_page`]); the checks and the reader
-//! shared with `kae-stat` are in the kae-counters crate (`kae_counters::files`), re-exported
-//! below. The writer side (`open_root`, `open_user_dir`, `create_page`, `unlink`) makes
-//! system calls only and never allocates: it also runs in the fork child handler.
-
-use core::ffi::CStr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+//! All of it is in the kae-counters crate, whose system calls are in one place for the
+//! writer and the readers: the checks and the reader shared with `kae-stat`
+//! (`kae_counters::files`) and the writer's steps ([`open_root`], [`create_page`],
+//! `kae_counters::writer`), re-exported below; this module holds their tests. The writer
+//! side (`open_root`, `open_user_dir`, `create_page`, `unlink`) makes system calls only and
+//! never allocates: it also runs in the fork child handler.
 
 pub use kae_counters::files::{
     errno, fstat, list, open_dir_at, open_root_for_reading, open_user_dir, parse_decimal,
     read_page, sys, unlink, Name, Problem, FILE_PREFIX,
 };
-
-/// Opens the root directory `path` for writing pages as `euid`, creating it (01777) when
-/// missing. See the module documentation for what is accepted.
-pub fn open_root(path: &CStr, euid: u32) -> Result<OwnedFd, Problem> {
-    // SAFETY: mkdir only reads path, a NUL-terminated CStr borrowed for the call.
-    let created = unsafe { libc::mkdir(path.as_ptr(), 0o1777) } == 0;
-    if !created && errno() != libc::EEXIST {
-        return Err(sys("mkdir"));
-    }
-    let fd = open_dir_at(libc::AT_FDCWD, path)?;
-    let st = fstat(fd.as_fd())?;
-    if st.st_uid != 0 && st.st_uid != euid {
-        return Err(Problem::Owner {
-            uid: st.st_uid,
-            want: euid,
-        });
-    }
-    let mode = st.st_mode & 0o7777;
-    let open_to_others = mode & 0o022 != 0;
-    let want = if created {
-        // The umask took bits away.
-        Some(0o1777)
-    } else if open_to_others && mode & libc::S_ISVTX == 0 {
-        if st.st_uid != euid {
-            return Err(Problem::Mode { mode });
-        }
-        // Ours, from an earlier kae that made it world-writable without the sticky bit.
-        Some(mode | libc::S_ISVTX)
-    } else {
-        None
-    };
-    if let Some(m) = want {
-        // SAFETY: fchmod on the directory we just verified.
-        if unsafe { libc::fchmod(fd.as_raw_fd(), m) } != 0 {
-            return Err(sys("fchmod"));
-        }
-    }
-    Ok(fd)
-}
-
-/// Creates the page `kae-stats.<pid>` of `size` bytes (zero-filled, mode 0600) in `dir`.
-pub fn create_page(dir: BorrowedFd<'_>, pid: u32, size: usize) -> Result<OwnedFd, Problem> {
-    let name = Name::new(FILE_PREFIX, pid);
-    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    for attempt in 0..2 {
-        // SAFETY: openat relative to a directory fd we borrow; a NUL-terminated name.
-        let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_cstr().as_ptr(), flags, 0o600) };
-        if fd >= 0 {
-            // SAFETY: a fresh descriptor that nothing else owns.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            // SAFETY: fd is the descriptor just created and owned by this function (OwnedFd);
-            // ftruncate takes no pointers.
-            if unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) } != 0 {
-                let e = sys("ftruncate");
-                unlink(dir, name.as_cstr());
-                return Err(e);
-            }
-            return Ok(fd);
-        }
-        if errno() != libc::EEXIST || attempt == 1 {
-            break;
-        }
-        // Left by an earlier process with our pid (or planted): remove the entry itself
-        // (never what a symlink points to) and try once more.
-        unlink(dir, name.as_cstr());
-    }
-    Err(sys("open"))
-}
+pub use kae_counters::writer::{create_page, open_root};
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::ffi::CString;
     use std::fs;
+    use std::os::fd::{AsFd, OwnedFd};
     use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
     use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -140,8 +73,17 @@ mod tests {
     }
 
     fn me() -> u32 {
-        // SAFETY: geteuid takes no arguments and cannot fail.
-        unsafe { libc::geteuid() }
+        kae_counters::writer::euid()
+    }
+
+    /// Makes a FIFO at `p` (with mkfifo(1): the tests make no system calls of their own).
+    pub(in crate::stats) fn make_fifo(p: &Path) {
+        let st = std::process::Command::new("mkfifo")
+            .args(["-m", "600"])
+            .arg(p)
+            .status()
+            .expect("mkfifo(1)");
+        assert!(st.success(), "mkfifo {}", p.display());
     }
 
     fn mode(p: &Path) -> u32 {
@@ -330,9 +272,7 @@ mod tests {
         let t = Tmp::new("readers");
         let (root_path, _root, dir) = setup(&t);
         let d = root_path.join(me().to_string());
-        let fifo = c(&d.join("kae-stats.1"));
-        // SAFETY: mkfifo only reads the path, a NUL-terminated CString alive for the call.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        make_fifo(&d.join("kae-stats.1"));
         symlink("/dev/zero", d.join("kae-stats.2")).unwrap();
         fs::write(d.join("kae-stats.3"), [1u8; SIZE - 1]).unwrap();
         fs::write(d.join("kae-stats.4"), [1u8; SIZE + 1]).unwrap();
@@ -347,11 +287,9 @@ mod tests {
         // The directory can be listed again from the same fd.
         assert_eq!(list(dir.as_fd()).len(), 7);
         let (tx, rx) = std::sync::mpsc::channel();
-        let raw = dir.as_raw_fd();
+        let dir_copy = dir.try_clone().unwrap();
         std::thread::spawn(move || {
-            // SAFETY: `dir` outlives the wait below (the test fails before dropping it when
-            // the reader blocks).
-            let dir = unsafe { BorrowedFd::borrow_raw(raw) };
+            let dir = dir_copy.as_fd();
             let mut found: Vec<(String, Vec<u8>)> = names
                 .iter()
                 .filter_map(|n| {

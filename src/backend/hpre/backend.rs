@@ -323,21 +323,6 @@ unsafe extern "C" fn on_complete(copy: *mut c_void) {
     });
 }
 
-/// A request for `src` → `dst` (both the key size); `cb_param` is set by the caller.
-fn wd_request(src: &mut [u8], dst: &mut [u8], op: u8, cb: Option<wd_rsa_cb>) -> wd_rsa_req {
-    wd_rsa_req {
-        src: src.as_mut_ptr().cast(),
-        dst: dst.as_mut_ptr().cast(),
-        src_bytes: src.len() as u32,
-        dst_bytes: dst.len() as u32,
-        cb,
-        cb_param: core::ptr::null_mut(),
-        status: 0,
-        data_fmt: 0,
-        op_type: op,
-    }
-}
-
 /// `input` left-padded with zeros to `k` bytes (`input.len() <= k`).
 fn left_padded(input: &[u8], k: usize) -> Zeroizing<Vec<u8>> {
     let mut v = Zeroizing::new(vec![0u8; k]);
@@ -394,12 +379,13 @@ impl HpreBackend {
         }
         let mut src = left_padded(&req.input, k);
         let mut dst = Zeroizing::new(vec![0u8; k]);
-        let mut wreq = wd_request(&mut src, &mut dst, op, None);
-        let do_sync = self.uadk.do_sync;
-        // SAFETY: a live session of this generation and a request whose buffers outlive the
-        // synchronous call.
-        let rc = s.with_handle(|h| unsafe { do_sync(h, &mut wreq) });
-        if rc == 0 && wreq.status == 0 && wreq.dst_bytes as usize == k {
+        let (mut status, mut whole) = (0, false);
+        let rc = s.with_handle(|h| {
+            let o = self.uadk.do_sync(h, op, &mut src, &mut dst);
+            (status, whole) = (o.status, o.dst_bytes == k);
+            o.rc
+        });
+        if rc == 0 && status == 0 && whole {
             req.output.copy_from_slice(&dst);
             req.result = Ok(());
         } else {
@@ -408,7 +394,7 @@ impl HpreBackend {
                 format_args!(
                     "a sync request failed ({}, status {})",
                     describe(rc),
-                    wreq.status
+                    status
                 ),
             );
             req.result = Err(KaeError::BackendFailure);
@@ -482,7 +468,8 @@ impl Backend for HpreBackend {
             req: Some(req),
             _session: session.clone(),
         });
-        let mut wreq = wd_request(&mut boxed.src, &mut boxed.dst, op, Some(on_complete));
+        let mut wreq = uadk::request(&mut boxed.src, &mut boxed.dst, op);
+        wreq.cb = Some(on_complete);
         let ptr = Box::into_raw(boxed);
         wreq.cb_param = ptr.cast();
         {
@@ -504,10 +491,9 @@ impl Backend for HpreBackend {
             pending.insert(id, (InFlightPtr(ptr as usize), Instant::now()));
         }
         self.shared.count_in();
-        let do_async = self.uadk.do_async;
-        // SAFETY: a live session of this generation; the request's buffers and cb_param are
-        // kept alive by the box until the callback (or teardown).
-        let rc = s.with_handle(|h| unsafe { do_async(h, &mut wreq) });
+        // SAFETY: the request's buffers and cb_param are kept alive by the box until the
+        // callback (or until UADK is uninitialised, when the zombies are freed).
+        let rc = s.with_handle(|h| unsafe { self.uadk.do_async(h, &mut wreq) });
         if rc == 0 {
             return Ok(());
         }
@@ -541,10 +527,9 @@ impl Backend for HpreBackend {
     }
 
     fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
-        let mut count = 0u32;
         if !self.shared.lock_pending().is_empty() || self.awaits_late_completions() {
             // SAFETY: UADK's poll on this (initialised) generation, from the poller thread only.
-            unsafe { (self.uadk.poll)(max.min(u32::MAX as usize) as u32, &mut count) };
+            unsafe { self.uadk.poll(max.min(u32::MAX as usize) as u32) };
         }
         self.shared.scan_timeouts(false);
         let mut done = self.shared.done.lock().unwrap_or_else(|e| e.into_inner());
@@ -609,9 +594,9 @@ impl Backend for HpreBackend {
     }
 
     fn after_poller_stopped(&self) {
-        let uninit = self.uadk.uninit2;
-        // SAFETY: nothing polls any more and nothing is submitted: UADK may go.
-        session::end_generation(self.generation, || unsafe { uninit() });
+        // SAFETY: nothing polls any more and nothing is submitted; sessions of this generation
+        // are freed only while it is live (session.rs), so none is used or freed after.
+        session::end_generation(self.generation, || unsafe { self.uadk.uninit() });
         // UADK stopped: nothing writes into the zombies' buffers any more.
         let zombies = std::mem::take(
             &mut *self

@@ -8,8 +8,10 @@
 //! again, and it is released only while its generation is live (after `wd_rsa_uninit2` UADK's
 //! state is gone; the session is then left alone).
 
-use super::abi::*;
-use super::uadk::Uadk;
+#![deny(unsafe_code)]
+
+use super::abi::HPRE_KEY_BITS;
+use super::uadk::{SessionHandle, Uadk};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::fork::ForkMutex;
 use crate::rsa::RsaKey;
@@ -51,7 +53,8 @@ pub(crate) fn forget_generation() {
 /// A key's session.
 pub struct Session {
     uadk: &'static Uadk,
-    handle: handle_t,
+    /// Taken only by Drop.
+    handle: Option<SessionHandle>,
     generation: u64,
     key_bytes: usize,
     /// UADK rewrites a new session's key buffers at its first operation without a lock:
@@ -77,12 +80,15 @@ impl Session {
     }
 
     /// Calls `submit` with the session's handle; the first call on a new session runs alone.
-    pub fn with_handle(&self, submit: impl FnOnce(handle_t) -> i32) -> i32 {
+    pub fn with_handle(&self, submit: impl FnOnce(&SessionHandle) -> i32) -> i32 {
+        let Some(h) = &self.handle else {
+            return -1;
+        };
         if self.warmed.load(Ordering::Acquire) {
-            return submit(self.handle);
+            return submit(h);
         }
         let _g = self.first_use.lock().unwrap_or_else(|e| e.into_inner());
-        let rc = submit(self.handle);
+        let rc = submit(h);
         if rc == 0 {
             self.warmed.store(true, Ordering::Release);
         }
@@ -90,15 +96,21 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Calls `set` with the handle of a session being made (not yet shared, not warmed).
+    fn with_key_setup(&self, set: impl FnOnce(&SessionHandle) -> i32) -> i32 {
+        self.handle.as_ref().map_or(-1, set)
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
-        let free = self.uadk.free_sess;
-        let h = self.handle;
-        end_or_keep(self.generation, || {
-            // SAFETY: a session of the live generation, no longer used by anyone (the last
-            // reference, held by the key or by an in-flight request, is going).
-            unsafe { free(h) }
-        });
+        // The last reference (the key's or an in-flight request's) is going. A session of a
+        // generation that ended is left alone: UADK's state for it is gone.
+        if let Some(h) = self.handle.take() {
+            let uadk = self.uadk;
+            end_or_keep(self.generation, || uadk.free_session(h));
+        }
     }
 }
 
@@ -148,26 +160,15 @@ fn half(bn: &crate::ffi::bn::BigNum, len: usize) -> KaeResult<Zeroizing<Vec<u8>>
     Ok(v)
 }
 
-fn dtb(buf: &mut [u8]) -> wd_dtb {
-    wd_dtb {
-        data: buf.as_mut_ptr().cast(),
-        dsize: buf.len() as u32,
-        bsize: buf.len() as u32,
-    }
-}
-
 fn make_ready(uadk: &'static Uadk, generation: u64, key: &RsaKey) -> KaeResult<Session> {
     let key_bytes = key.size();
-    let mut setup = wd_rsa_sess_setup::crt(key.bits() as u16);
-    // SAFETY: the zeroed 80-byte setup (abi.rs), valid for the call; UADK writes back into it.
-    let handle = unsafe { (uadk.alloc_sess)(&mut setup) };
-    if handle == 0 {
-        return Err(KaeError::BackendFailure);
-    }
+    let handle = uadk
+        .alloc_session(key.bits() as u16)
+        .ok_or(KaeError::BackendFailure)?;
     // From here the session is released by Drop if a later step fails.
     let session = Session {
         uadk,
-        handle,
+        handle: Some(handle),
         generation,
         key_bytes,
         warmed: AtomicBool::new(false),
@@ -179,35 +180,15 @@ fn make_ready(uadk: &'static Uadk, generation: u64, key: &RsaKey) -> KaeResult<S
     let mut qinv = half(&key.coeffs[0], h)?;
     let mut q = half(&key.primes[1], h)?;
     let mut p = half(&key.primes[0], h)?;
-    let (mut d_dq, mut d_dp, mut d_qinv, mut d_q, mut d_p) = (
-        dtb(&mut dq),
-        dtb(&mut dp),
-        dtb(&mut qinv),
-        dtb(&mut q),
-        dtb(&mut p),
-    );
-    // SAFETY: a live session and five descriptors of buffers that outlive the call (UADK
-    // copies the values into the session).
-    let rc = unsafe {
-        (uadk.set_crt_prikey_params)(
-            handle,
-            &mut d_dq,
-            &mut d_dp,
-            &mut d_qinv,
-            &mut d_q,
-            &mut d_p,
-        )
-    };
+    let rc = session
+        .with_key_setup(|s| uadk.set_crt_key(s, &mut dq, &mut dp, &mut qinv, &mut q, &mut p));
     if rc != 0 {
         return Err(KaeError::BackendFailure);
     }
     let mut e = key.e()?.to_be_bytes()?;
     let mut n = vec![0u8; key_bytes];
     key.n()?.write_be_padded(&mut n)?;
-    let (mut d_e, mut d_n) = (dtb(&mut e), dtb(&mut n));
-    // SAFETY: handle is the live session allocated above (released only by Session's Drop), and
-    // d_e, d_n describe e and n, locals that outlive the call (UADK copies the values).
-    let rc = unsafe { (uadk.set_pubkey_params)(handle, &mut d_e, &mut d_n) };
+    let rc = session.with_key_setup(|s| uadk.set_public_key(s, &mut e, &mut n));
     if rc != 0 {
         return Err(KaeError::BackendFailure);
     }

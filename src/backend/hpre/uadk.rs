@@ -10,17 +10,17 @@ use core::ffi::{c_char, c_void, CStr};
 use std::ffi::CString;
 use std::sync::Mutex;
 
-/// The entry points of a loaded UADK.
+/// The entry points of a loaded UADK, called only through the methods below.
 pub struct Uadk {
-    pub init2: wd_rsa_init2_fn,
-    pub uninit2: wd_rsa_uninit2_fn,
-    pub alloc_sess: wd_rsa_alloc_sess_fn,
-    pub free_sess: wd_rsa_free_sess_fn,
-    pub set_crt_prikey_params: wd_rsa_set_crt_prikey_params_fn,
-    pub set_pubkey_params: wd_rsa_set_pubkey_params_fn,
-    pub do_sync: wd_do_rsa_sync_fn,
-    pub do_async: wd_do_rsa_async_fn,
-    pub poll: wd_rsa_poll_fn,
+    init2: wd_rsa_init2_fn,
+    uninit2: wd_rsa_uninit2_fn,
+    alloc_sess: wd_rsa_alloc_sess_fn,
+    free_sess: wd_rsa_free_sess_fn,
+    set_crt_prikey_params: wd_rsa_set_crt_prikey_params_fn,
+    set_pubkey_params: wd_rsa_set_pubkey_params_fn,
+    do_sync: wd_do_rsa_sync_fn,
+    do_async: wd_do_rsa_async_fn,
+    poll: wd_rsa_poll_fn,
     /// The crypto library as configured (for messages).
     pub crypto_lib: String,
     /// The library is kae's test simulator (it exports `kae_sim_version`), not UADK.
@@ -131,6 +131,136 @@ impl Uadk {
                 &mut params,
             )
         }
+    }
+}
+
+/// A UADK session (`wd_rsa_alloc_sess`), made only by [`Uadk::alloc_session`] while UADK is
+/// initialised. Not `Copy`: [`Uadk::free_session`] takes it, so it is freed at most once; and
+/// [`Uadk::uninit`]'s contract is that no session of the ended initialisation is used or
+/// freed after it (`session.rs` drops such a handle without freeing it).
+pub struct SessionHandle(handle_t);
+
+/// What `wd_do_rsa_sync` answered: its return code, the request's status and the length it
+/// wrote.
+pub struct SyncOutcome {
+    pub rc: i32,
+    pub status: i32,
+    pub dst_bytes: usize,
+}
+
+/// A descriptor of `buf` for UADK (which only reads it during the call it is passed to).
+fn dtb(buf: &mut [u8]) -> wd_dtb {
+    wd_dtb {
+        data: buf.as_mut_ptr().cast(),
+        dsize: buf.len() as u32,
+        bsize: buf.len() as u32,
+    }
+}
+
+/// A request for `src` → `dst`, without a callback; `cb` and `cb_param` are set by an
+/// asynchronous submitter.
+pub fn request(src: &mut [u8], dst: &mut [u8], op: u8) -> wd_rsa_req {
+    wd_rsa_req {
+        src: src.as_mut_ptr().cast(),
+        dst: dst.as_mut_ptr().cast(),
+        src_bytes: src.len() as u32,
+        dst_bytes: dst.len() as u32,
+        cb: None,
+        cb_param: core::ptr::null_mut(),
+        status: 0,
+        data_fmt: 0,
+        op_type: op,
+    }
+}
+
+impl Uadk {
+    /// A new CRT session for a key of `key_bits` (None: UADK refused).
+    pub fn alloc_session(&self, key_bits: u16) -> Option<SessionHandle> {
+        let mut setup = wd_rsa_sess_setup::crt(key_bits);
+        // SAFETY: the zeroed 80-byte setup (abi.rs), valid for the call; UADK writes back into
+        // it and keeps nothing of it.
+        let h = unsafe { (self.alloc_sess)(&mut setup) };
+        (h != 0).then_some(SessionHandle(h))
+    }
+
+    /// Sets the session's CRT private key (big-endian halves); UADK copies the values.
+    pub fn set_crt_key(
+        &self,
+        s: &SessionHandle,
+        dq: &mut [u8],
+        dp: &mut [u8],
+        qinv: &mut [u8],
+        q: &mut [u8],
+        p: &mut [u8],
+    ) -> i32 {
+        let (mut dq, mut dp, mut qinv, mut q, mut p) =
+            (dtb(dq), dtb(dp), dtb(qinv), dtb(q), dtb(p));
+        // SAFETY: a live session (the handle's type) and five descriptors of buffers borrowed
+        // for the call.
+        unsafe { (self.set_crt_prikey_params)(s.0, &mut dq, &mut dp, &mut qinv, &mut q, &mut p) }
+    }
+
+    /// Sets the session's public key (big-endian e and n); UADK copies the values.
+    pub fn set_public_key(&self, s: &SessionHandle, e: &mut [u8], n: &mut [u8]) -> i32 {
+        let (mut e, mut n) = (dtb(e), dtb(n));
+        // SAFETY: a live session and two descriptors of buffers borrowed for the call.
+        unsafe { (self.set_pubkey_params)(s.0, &mut e, &mut n) }
+    }
+
+    /// Frees a session of the initialisation that is still live (the handle's contract).
+    pub fn free_session(&self, s: SessionHandle) {
+        // SAFETY: a live session, taken by value: never used again.
+        unsafe { (self.free_sess)(s.0) }
+    }
+
+    /// `wd_do_rsa_sync` of operation `op` from `src` into `dst` on the calling thread.
+    pub fn do_sync(
+        &self,
+        s: &SessionHandle,
+        op: u8,
+        src: &mut [u8],
+        dst: &mut [u8],
+    ) -> SyncOutcome {
+        let mut req = request(src, dst, op);
+        // SAFETY: a live session and a request whose buffers are borrowed for the synchronous
+        // call.
+        let rc = unsafe { (self.do_sync)(s.0, &mut req) };
+        SyncOutcome {
+            rc,
+            status: req.status,
+            dst_bytes: req.dst_bytes as usize,
+        }
+    }
+
+    /// `wd_do_rsa_async` of `req`: UADK runs `req.cb` with its copy of the request once done.
+    ///
+    /// # Safety
+    /// `req`'s buffers and what `cb_param` points to stay valid until that callback has run or
+    /// UADK is uninitialised, whichever comes first.
+    pub unsafe fn do_async(&self, s: &SessionHandle, req: &mut wd_rsa_req) -> i32 {
+        // SAFETY: a live session; the rest is the caller's contract.
+        unsafe { (self.do_async)(s.0, req) }
+    }
+
+    /// `wd_rsa_poll`: runs the callbacks of up to `max` finished requests; the number run.
+    ///
+    /// # Safety
+    /// UADK is initialised and not uninitialised, and only one thread polls.
+    pub unsafe fn poll(&self, max: u32) -> u32 {
+        let mut count = 0u32;
+        // SAFETY: the caller's contract; count is writable.
+        unsafe { (self.poll)(max, &mut count) };
+        count
+    }
+
+    /// `wd_rsa_uninit2`: ends UADK's initialisation.
+    ///
+    /// # Safety
+    /// Nothing is submitted or polled after, and no session of this initialisation is used or
+    /// freed after.
+    pub unsafe fn uninit(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { (self.uninit2)() }
     }
 }
 

@@ -9,6 +9,7 @@
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// A mutex for statics, made fork-safe by its owner's `pthread_atfork` handlers. Critical
 /// sections must be short and must not wait for anything a forking thread could hold (the
@@ -147,8 +148,6 @@ pub struct ForkPlan {
 
 static PLAN: std::sync::OnceLock<&'static ForkPlan> = std::sync::OnceLock::new();
 
-/// Registers `plan`'s fork handlers, once per process (children inherit them; a second plan
-/// is refused). Returns false when that failed.
 /// Runs `f` at process exit (`atexit`). False when it could not be registered.
 pub fn at_exit(f: extern "C" fn()) -> bool {
     // SAFETY: a plain extern "C" fn; the module is linked -z nodelete, so it stays mapped
@@ -163,6 +162,122 @@ pub fn in_child_after_fork(f: extern "C" fn()) -> bool {
     unsafe { libc::pthread_atfork(None, None, Some(f)) == 0 }
 }
 
+/// A count of the forks this process descends from since kae started counting: each child
+/// adds one. Counting starts at the first [`fork_generation`] call (kae's init makes one).
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+/// 0: not counting yet; 1: registering the handler; 2: counting.
+static COUNTING: AtomicU8 = AtomicU8::new(0);
+
+extern "C" fn count_fork() {
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// This process's fork generation (see [`FORK_GENERATION`]); starts the counting on first use.
+pub fn fork_generation() -> u64 {
+    if COUNTING.load(Ordering::Acquire) != 2
+        && COUNTING
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    {
+        in_child_after_fork(count_fork);
+        COUNTING.store(2, Ordering::Release);
+    }
+    FORK_GENERATION.load(Ordering::Acquire)
+}
+
+/// A value being replaced by a thread of generation `g` (see `ForkSafeMutex::renew`).
+const RENEWING: u64 = 1 << 63;
+
+/// A mutex for data that a forked child may start afresh: a per-object lock (a key's caches)
+/// that cannot be registered with the fork handlers the way a [`ForkMutex`] is. A child whose
+/// parent forked while another thread held it would wait for that lock forever; here the
+/// child's first `lock` instead replaces the inherited mutex and its data with a new one
+/// holding `T::default()` (the old data is leaked, never dropped: a parent thread may have
+/// left it half-changed). So in a child the data always starts from `Default`, whether or not
+/// the lock was held at the fork. A critical section must not fork.
+pub struct ForkSafeMutex<T: Default> {
+    /// The fork generation the mutex was made in, or RENEWING | generation while a thread of
+    /// that generation replaces it.
+    made_in: AtomicU64,
+    inner: UnsafeCell<std::sync::Mutex<T>>,
+}
+
+// SAFETY: the data is reached through the std Mutex (which serialises it), and the mutex is
+// replaced only by `renew`, in a process where no thread can hold a guard of it: guards are
+// taken only after `made_in` equals this process's generation, which renew sets last.
+unsafe impl<T: Default + Send> Sync for ForkSafeMutex<T> {}
+
+impl<T: Default> Default for ForkSafeMutex<T> {
+    fn default() -> Self {
+        ForkSafeMutex::new(T::default())
+    }
+}
+
+impl<T: Default> ForkSafeMutex<T> {
+    pub fn new(v: T) -> Self {
+        ForkSafeMutex {
+            made_in: AtomicU64::new(fork_generation()),
+            inner: UnsafeCell::new(std::sync::Mutex::new(v)),
+        }
+    }
+
+    /// Takes the lock (poisoning ignored: the data stays usable after a panic).
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, T> {
+        let g = fork_generation();
+        if self.made_in.load(Ordering::Acquire) != g {
+            self.renew(g);
+        }
+        // SAFETY: made_in == g (checked or set by renew), so the mutex is this process's and
+        // renew will not replace it while this borrow lives.
+        let m = unsafe { &*self.inner.get() };
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The data, given exclusive access (after a fork, the fresh default).
+    pub fn get_mut(&mut self) -> &mut T {
+        let g = fork_generation();
+        if *self.made_in.get_mut() != g {
+            let old = core::mem::replace(self.inner.get_mut(), std::sync::Mutex::new(T::default()));
+            core::mem::forget(old);
+            *self.made_in.get_mut() = g;
+        }
+        self.inner
+            .get_mut()
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces the mutex and its data of an earlier generation, once per generation.
+    #[cold]
+    fn renew(&self, g: u64) {
+        loop {
+            let m = self.made_in.load(Ordering::Acquire);
+            if m == g {
+                return;
+            }
+            if m == RENEWING | g {
+                std::hint::spin_loop(); // another thread of this process is at it
+                continue;
+            }
+            // An older generation, or a renewal an ancestor process did not finish.
+            if self
+                .made_in
+                .compare_exchange(m, RENEWING | g, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                // SAFETY: no thread of this process holds or can take a guard of the old
+                // mutex (made_in was not g, and only this thread won the exchange); the old
+                // mutex and data are overwritten without being dropped (leaked).
+                unsafe { core::ptr::write(self.inner.get(), std::sync::Mutex::new(T::default())) };
+                self.made_in.store(g, Ordering::Release);
+                return;
+            }
+        }
+    }
+}
+
+/// Registers `plan`'s fork handlers, once per process (children inherit them; a second plan
+/// is refused). Returns false when that failed.
 pub fn register_fork_plan(plan: &'static ForkPlan) -> bool {
     if PLAN.set(plan).is_err() {
         return PLAN.get().is_some_and(|p| core::ptr::eq(*p, plan));
@@ -290,5 +405,29 @@ mod tests {
             }
         });
         assert_eq!(*M.lock(), 40_000);
+    }
+
+    /// A child of a fork that happened while another thread held a `ForkSafeMutex` takes it
+    /// at once, with the data started afresh; the parent's data is untouched.
+    #[test]
+    fn a_child_takes_a_fork_safe_mutex_another_thread_held() {
+        let m = std::sync::Arc::new(ForkSafeMutex::new(vec![7u32]));
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                let mut g = m.lock();
+                g.push(8); // a change in progress at the fork
+                held_tx.send(()).unwrap();
+                let _ = release_rx.recv();
+            })
+        };
+        held_rx.recv().unwrap();
+        let child = run_in_child(|| m.lock().is_empty(), std::time::Duration::from_secs(10));
+        release_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert_eq!(child, Ok(0), "the child's lock and fresh data");
+        assert_eq!(*m.lock(), [7, 8], "the parent's data");
     }
 }

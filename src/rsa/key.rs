@@ -3,13 +3,14 @@
 
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::bn::{BigNum, BnCtx, MontCtx};
+use crate::ffi::fork::ForkSafeMutex;
 use crate::ffi::libctx::LibCtx;
 use crate::rsa::ct_limbs::{BigNumLimbs, Limbs, Modulus};
 use crate::rsa::padding::pss::SaltLen;
 use crate::rsa::padding::DigestId;
 use core::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// Smallest modulus accepted for any operation (OpenSSL's RSA_MIN_MODULUS_BITS).
 pub const MIN_MODULUS_BITS: usize = 512;
@@ -116,7 +117,8 @@ pub struct RsaKey {
     /// RSA-PSS restrictions (None: unrestricted).
     pub pss: Option<PssRestrictions>,
     mont: OnceLock<Result<MontCache, KaeError>>,
-    pub(crate) blindings: Mutex<Vec<Blinding>>,
+    /// Pooled blinding pairs; a forked child starts with none (see `ForkSafeMutex`).
+    pub(crate) blindings: ForkSafeMutex<Vec<Blinding>>,
     /// Blinding pairs made for this key so far (test observable).
     pub(crate) blindings_made: AtomicU32,
     /// Where blinding factors and prime tests draw their random numbers: the library context
@@ -140,7 +142,7 @@ impl RsaKey {
             coeffs: Vec::new(),
             pss: None,
             mont: OnceLock::new(),
-            blindings: Mutex::new(Vec::new()),
+            blindings: ForkSafeMutex::default(),
             blindings_made: AtomicU32::new(0),
             rand_source: LibCtx::DEFAULT,
             backend_state: Default::default(),
@@ -248,9 +250,7 @@ impl RsaKey {
             uses: 0,
             pid: std::process::id(),
         };
-        if let Ok(mut v) = self.blindings.lock() {
-            v.push(pair);
-        }
+        self.blindings.lock().push(pair);
         Ok(())
     }
 

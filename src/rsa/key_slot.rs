@@ -9,8 +9,9 @@
 //! inherited one is forgotten, never dropped.
 
 use crate::error::KaeResult;
+use crate::ffi::fork::ForkSafeMutex;
 use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 struct Attached {
     pid: u32,
@@ -21,7 +22,9 @@ struct Attached {
 /// The state slot of one key.
 #[derive(Default)]
 pub struct KeySlot {
-    slot: Mutex<Option<Attached>>,
+    /// Fork-safe: a child whose parent forked while another thread held the slot would
+    /// otherwise wait for it forever; a child's slot starts empty.
+    slot: ForkSafeMutex<Option<Attached>>,
 }
 
 impl KeySlot {
@@ -63,7 +66,7 @@ impl KeySlot {
         valid: impl Fn(&T) -> bool,
         make: impl FnOnce() -> KaeResult<T>,
     ) -> KaeResult<Arc<T>> {
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.slot.lock();
         if let Some(a) = slot.as_ref() {
             if a.pid == pid && a.owner == owner {
                 if let Ok(t) = Arc::clone(&a.state).downcast::<T>() {
@@ -90,13 +93,13 @@ impl KeySlot {
 
     /// Whether some state is attached (any process, any owner).
     pub fn is_attached(&self) -> bool {
-        self.slot.lock().map(|s| s.is_some()).unwrap_or(false)
+        self.slot.lock().is_some()
     }
 }
 
 impl Drop for KeySlot {
     fn drop(&mut self) {
-        let slot = self.slot.get_mut().unwrap_or_else(|e| e.into_inner());
+        let slot = self.slot.get_mut();
         if let Some(a) = slot.take() {
             if a.pid != std::process::id() {
                 std::mem::forget(a);

@@ -160,10 +160,11 @@ fn invert_all(t: &[BigNum], n: &BigNum, ctx: &BnCtx) -> KaeResult<Option<Vec<Big
 /// sequence of blinding factors; so are pairs used `BLINDING_MAX_USES` times.
 fn take_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
     let pid = std::process::id();
-    let pooled = key.blindings.lock().ok().and_then(|mut v| {
+    let pooled = {
+        let mut v = key.blindings.lock();
         v.retain(|b| b.pid == pid && b.uses < BLINDING_MAX_USES);
         v.pop()
-    });
+    };
     if let Some(mut b) = pooled {
         // (r^e)^2 = (r^2)^e and (r^-1)^2 = (r^2)^-1: still a matching pair.
         let ln = &key.mont()?.ln;
@@ -184,10 +185,9 @@ fn return_blinding(key: &RsaKey, b: Blinding) {
 
 /// Pools `pairs` under one lock, as many as the pool has room for (the rest are wiped).
 fn pool_blindings(key: &RsaKey, pairs: impl IntoIterator<Item = Blinding>) {
-    if let Ok(mut v) = key.blindings.lock() {
-        let room = BLINDING_POOL.saturating_sub(v.len());
-        v.extend(pairs.into_iter().take(room));
-    }
+    let mut v = key.blindings.lock();
+    let room = BLINDING_POOL.saturating_sub(v.len());
+    v.extend(pairs.into_iter().take(room));
 }
 
 /// y = x^d mod n without CRT (libcrypto's constant-time exponentiation).
@@ -1033,7 +1033,7 @@ mod tests {
             let mut out = vec![0u8; key.size()];
             private_op(&key, &m, &mut out).result.unwrap();
             assert_eq!(out, oracle_private(&key, &m), "operation {i}: wrong result");
-            let pool = key.blindings.lock().unwrap();
+            let pool = key.blindings.lock();
             // A batch of fresh pairs, one fewer once each is used up; the one in use on top.
             // The first pair serves as made (uses 0) and after each squaring (1 to MAX); the
             // next ones come from the pool and are squared before their first use.

@@ -8,6 +8,7 @@ use crate::error::KaeError;
 use crate::ffi::core::Failure;
 use crate::ffi::digest::{Md, Rng};
 use crate::ffi::encode::{cipher_available, CoreBio, CoreOut, Pkey};
+use crate::ffi::fork::ForkRwLock;
 use crate::ffi::libctx::{ChildLibCtx, LibCtx};
 use crate::ffi::params::OwnedParams;
 use crate::ffi::provider::PrivateDefault;
@@ -20,7 +21,7 @@ use crate::settings::Config;
 use core::ffi::{c_int, c_void, CStr};
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 /// Per-instance provider state; `provctx` handed to OpenSSL is an `Arc<ProvCtx>` raw pointer.
 pub struct ProvCtx {
@@ -52,10 +53,12 @@ pub(crate) struct ProxyTable {
 
 /// Provider contexts by the pointer the core passes back to us. With the default provider
 /// loaded, that pointer is the default provider's own context (see `OSSL_provider_init`).
-pub(crate) static REGISTRY: RwLock<Vec<(usize, Arc<ProvCtx>)>> = RwLock::new(Vec::new());
+/// Fork-safe: a forked child keeps its instances, and a lookup another parent thread was in
+/// at the fork never blocks the child.
+pub(crate) static REGISTRY: ForkRwLock<Vec<(usize, Arc<ProvCtx>)>> = ForkRwLock::new(Vec::new());
 
 fn lookup(p: *mut c_void) -> Option<Arc<ProvCtx>> {
-    let reg = REGISTRY.read().ok()?;
+    let reg = REGISTRY.read();
     reg.iter()
         .find(|(k, _)| *k == p as usize)
         .map(|(_, v)| v.clone())
@@ -65,18 +68,18 @@ fn lookup(p: *mut c_void) -> Option<Arc<ProvCtx>> {
 /// its own `load` functions (`abi::keymgmt`'s `load::<K, SLOT>`): a key decoded in one library
 /// context is attached to the kae instance of that context, never to another one.
 pub const MAX_INSTANCES: usize = 8;
-pub(crate) static INSTANCES: Mutex<[Option<std::sync::Weak<ProvCtx>>; MAX_INSTANCES]> =
-    Mutex::new([const { None }; MAX_INSTANCES]);
+pub(crate) static INSTANCES: ForkRwLock<[Option<std::sync::Weak<ProvCtx>>; MAX_INSTANCES]> =
+    ForkRwLock::new([const { None }; MAX_INSTANCES]);
 
 /// The live instance in `slot`.
 pub fn instance(slot: usize) -> Option<Arc<ProvCtx>> {
-    let g = INSTANCES.lock().unwrap_or_else(|e| e.into_inner());
+    let g = INSTANCES.read();
     g.get(slot)?.as_ref()?.upgrade()
 }
 
 /// A free slot (one whose instance is gone), or None when MAX_INSTANCES are alive.
 pub(crate) fn free_slot() -> Option<usize> {
-    let g = INSTANCES.lock().unwrap_or_else(|e| e.into_inner());
+    let g = INSTANCES.read();
     g.iter()
         .position(|w| w.as_ref().is_none_or(|w| w.strong_count() == 0))
 }

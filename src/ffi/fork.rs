@@ -276,6 +276,145 @@ impl<T: Default> ForkSafeMutex<T> {
     }
 }
 
+/// Held by every [`ForkRwLock`] writer across its write; the fork handlers registered by
+/// [`handle_writers`] take it before a fork, so no write is half done in a child.
+static WRITERS: ForkMutex<()> = ForkMutex::new(());
+/// 0: the handlers are not registered; 1: being registered; 2: registered.
+static WRITERS_HANDLED: AtomicU8 = AtomicU8::new(0);
+
+extern "C" fn writers_prepare() {
+    WRITERS.lock_for_fork();
+}
+
+extern "C" fn writers_parent() {
+    // SAFETY: this thread took the lock in writers_prepare and holds no guard of it.
+    unsafe { WRITERS.unlock_in_parent() };
+}
+
+extern "C" fn writers_child() {
+    // SAFETY: the child right after fork; writers_prepare took the lock; no guard is alive.
+    unsafe { WRITERS.reset_in_child() };
+}
+
+/// Registers the writers' fork handlers, once per process (kae's init calls it before its
+/// first write; children inherit the handlers).
+pub fn handle_writers() {
+    if WRITERS_HANDLED.load(Ordering::Acquire) == 2 {
+        return;
+    }
+    if WRITERS_HANDLED
+        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        // SAFETY: plain extern "C" fns of this module, linked -z nodelete.
+        unsafe {
+            libc::pthread_atfork(
+                Some(writers_prepare),
+                Some(writers_parent),
+                Some(writers_child),
+            )
+        };
+        WRITERS_HANDLED.store(2, Ordering::Release);
+    }
+}
+
+/// A reader-writer lock for process-wide data a forked child keeps (kae's instances): reads
+/// are frequent and short, writes rare. A reader that another parent thread was at the fork
+/// would block a child's writer forever; so writes happen under `WRITERS`, which the fork
+/// handlers take first (no write is half done at a fork), and a child's first access
+/// rebuilds the lock around the same data (the inherited readers are threads it does not
+/// have). A critical section must not fork.
+pub struct ForkRwLock<T> {
+    made_in: AtomicU64,
+    inner: UnsafeCell<std::sync::RwLock<T>>,
+}
+
+// SAFETY: as for std's RwLock (T: Send + Sync), plus the rebuild, which happens only when no
+// thread of this process can hold a guard (the generation check precedes every guard).
+unsafe impl<T: Send + Sync> Sync for ForkRwLock<T> {}
+
+impl<T> ForkRwLock<T> {
+    /// For statics.
+    pub const fn new(v: T) -> Self {
+        ForkRwLock {
+            made_in: AtomicU64::new(0),
+            inner: UnsafeCell::new(std::sync::RwLock::new(v)),
+        }
+    }
+
+    fn current(&self) -> &std::sync::RwLock<T> {
+        let g = fork_generation();
+        if self.made_in.load(Ordering::Acquire) != g {
+            self.rebuild(g);
+        }
+        // SAFETY: made_in == g: the lock is this process's and is not rebuilt while borrowed.
+        unsafe { &*self.inner.get() }
+    }
+
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, T> {
+        self.current().read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn write(&self) -> ForkRwLockWriteGuard<'_, T> {
+        handle_writers();
+        let writing = WRITERS.lock();
+        ForkRwLockWriteGuard {
+            guard: self.current().write().unwrap_or_else(|e| e.into_inner()),
+            _writing: writing,
+        }
+    }
+
+    #[cold]
+    fn rebuild(&self, g: u64) {
+        loop {
+            let m = self.made_in.load(Ordering::Acquire);
+            if m == g {
+                return;
+            }
+            if m == RENEWING | g {
+                std::hint::spin_loop();
+                continue;
+            }
+            if self
+                .made_in
+                .compare_exchange(m, RENEWING | g, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                // SAFETY: no thread of this process holds or can take a guard of the old lock
+                // (made_in was not g and this thread won the exchange); no write was half done
+                // at the fork (writers hold WRITERS, which the fork handlers take first). The
+                // data moves into a new lock; the old lock is overwritten, not dropped.
+                unsafe {
+                    let old = core::ptr::read(self.inner.get());
+                    let data = old.into_inner().unwrap_or_else(|e| e.into_inner());
+                    core::ptr::write(self.inner.get(), std::sync::RwLock::new(data));
+                }
+                self.made_in.store(g, Ordering::Release);
+                return;
+            }
+        }
+    }
+}
+
+/// A write guard of a [`ForkRwLock`]: the data, and the writers' lock held with it.
+pub struct ForkRwLockWriteGuard<'a, T> {
+    guard: std::sync::RwLockWriteGuard<'a, T>,
+    _writing: ForkMutexGuard<'static, ()>,
+}
+
+impl<T> Deref for ForkRwLockWriteGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> DerefMut for ForkRwLockWriteGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
 /// Registers `plan`'s fork handlers, once per process (children inherit them; a second plan
 /// is refused). Returns false when that failed.
 pub fn register_fork_plan(plan: &'static ForkPlan) -> bool {
@@ -429,5 +568,32 @@ mod tests {
         holder.join().unwrap();
         assert_eq!(child, Ok(0), "the child's lock and fresh data");
         assert_eq!(*m.lock(), [7, 8], "the parent's data");
+    }
+
+    /// A child of a fork that happened while another thread was reading a `ForkRwLock` can
+    /// write it at once, and keeps the data; the parent's data is untouched.
+    #[test]
+    fn a_child_writes_a_fork_rw_lock_another_thread_was_reading() {
+        static L: ForkRwLock<Vec<u32>> = ForkRwLock::new(Vec::new());
+        L.write().push(7);
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let g = L.read();
+            held_tx.send(g.len()).unwrap();
+            let _ = release_rx.recv();
+        });
+        assert_eq!(held_rx.recv().unwrap(), 1);
+        let child = run_in_child(
+            || {
+                L.write().push(9);
+                *L.read() == [7, 9]
+            },
+            std::time::Duration::from_secs(10),
+        );
+        release_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert_eq!(child, Ok(0), "the child's write and kept data");
+        assert_eq!(*L.read(), [7], "the parent's data");
     }
 }

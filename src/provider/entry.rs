@@ -32,6 +32,8 @@ impl Provider for Kae {
     /// default provider into a private library context, and registers the instance.
     fn init(core: Core) -> Result<*mut c_void, Failure> {
         let core_version = read_core_version(&core);
+        // Before the first write of kae's instance tables: no write is half done at a fork.
+        crate::ffi::fork::handle_writers();
         crate::logging::init();
         let config = Config::from_core(&core)?;
         if let Err(why) =
@@ -140,11 +142,8 @@ impl Provider for Kae {
             None => Arc::as_ptr(&ctx) as *mut c_void,
         };
         let id = key as usize;
-        INSTANCES.lock().unwrap_or_else(|e| e.into_inner())[slot] = Some(Arc::downgrade(&ctx));
-        REGISTRY
-            .write()
-            .map_err(|_| KaeError::Internal)?
-            .push((id, ctx));
+        INSTANCES.write()[slot] = Some(Arc::downgrade(&ctx));
+        REGISTRY.write().push((id, ctx));
         crate::offload::add_user();
         // Only a process where kae is really loaded shows up in kae-stat.
         crate::stats::publish(selection.kind.name());
@@ -155,15 +154,15 @@ impl Provider for Kae {
         // Drop the registry's reference (objects still holding clones keep the struct alive)
         // and stop the pool when this was the last instance; abi then releases the instance's
         // library contexts.
-        let mut removed = None;
-        if let Ok(mut reg) = REGISTRY.write() {
-            if let Some(i) = reg.iter().position(|(k, _)| *k == provctx as usize) {
-                removed = Some(reg.remove(i).1);
-            }
-        }
+        let removed = {
+            let mut reg = REGISTRY.write();
+            reg.iter()
+                .position(|(k, _)| *k == provctx as usize)
+                .map(|i| reg.remove(i).1)
+        };
         crate::stats::log_summary_once();
         let prov = removed?;
-        INSTANCES.lock().unwrap_or_else(|e| e.into_inner())[prov.slot] = None;
+        INSTANCES.write()[prov.slot] = None;
         crate::offload::remove_user();
         Some(prov)
     }

@@ -174,15 +174,49 @@ extern "C" fn count_fork() {
 
 /// This process's fork generation (see [`FORK_GENERATION`]); starts the counting on first use.
 pub fn fork_generation() -> u64 {
-    if COUNTING.load(Ordering::Acquire) != 2
-        && COUNTING
+    once_per_process(&COUNTING, || {
+        in_child_after_fork(count_fork);
+    });
+    FORK_GENERATION.load(Ordering::Acquire)
+}
+
+/// Runs `register` the first time any thread gets here, for a `state` that is 0 before, 1
+/// while and 2 after (children inherit it, with the handlers it registered). A thread that
+/// loses the race goes on without waiting.
+fn once_per_process(state: &AtomicU8, register: impl FnOnce()) {
+    if state.load(Ordering::Acquire) != 2
+        && state
             .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     {
-        in_child_after_fork(count_fork);
-        COUNTING.store(2, Ordering::Release);
+        register();
+        state.store(2, Ordering::Release);
     }
-    FORK_GENERATION.load(Ordering::Acquire)
+}
+
+/// Makes `made_in` equal `g` (this process's fork generation), running `replace` first when
+/// it held an earlier generation: once per generation, by the one thread that wins the claim
+/// (`RENEWING | g`); the others wait for it. A claim an ancestor process left unfinished is
+/// taken over.
+fn renew_once(made_in: &AtomicU64, g: u64, replace: impl FnOnce()) {
+    loop {
+        let m = made_in.load(Ordering::Acquire);
+        if m == g {
+            return;
+        }
+        if m == RENEWING | g {
+            std::hint::spin_loop(); // another thread of this process is at it
+            continue;
+        }
+        if made_in
+            .compare_exchange(m, RENEWING | g, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            replace();
+            made_in.store(g, Ordering::Release);
+            return;
+        }
+    }
 }
 
 /// A value being replaced by a thread of generation `g` (see `ForkSafeMutex::renew`).
@@ -250,29 +284,12 @@ impl<T: Default> ForkSafeMutex<T> {
     /// Replaces the mutex and its data of an earlier generation, once per generation.
     #[cold]
     fn renew(&self, g: u64) {
-        loop {
-            let m = self.made_in.load(Ordering::Acquire);
-            if m == g {
-                return;
-            }
-            if m == RENEWING | g {
-                std::hint::spin_loop(); // another thread of this process is at it
-                continue;
-            }
-            // An older generation, or a renewal an ancestor process did not finish.
-            if self
-                .made_in
-                .compare_exchange(m, RENEWING | g, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                // SAFETY: no thread of this process holds or can take a guard of the old
-                // mutex (made_in was not g, and only this thread won the exchange); the old
-                // mutex and data are overwritten without being dropped (leaked).
-                unsafe { core::ptr::write(self.inner.get(), std::sync::Mutex::new(T::default())) };
-                self.made_in.store(g, Ordering::Release);
-                return;
-            }
-        }
+        renew_once(&self.made_in, g, || {
+            // SAFETY: no thread of this process holds or can take a guard of the old mutex
+            // (made_in was not g, and only this thread won the claim); the old mutex and data
+            // are overwritten without being dropped (leaked).
+            unsafe { core::ptr::write(self.inner.get(), std::sync::Mutex::new(T::default())) };
+        });
     }
 }
 
@@ -296,16 +313,9 @@ extern "C" fn writers_child() {
     unsafe { WRITERS.reset_in_child() };
 }
 
-/// Registers the writers' fork handlers, once per process (kae's init calls it before its
-/// first write; children inherit the handlers).
-pub fn handle_writers() {
-    if WRITERS_HANDLED.load(Ordering::Acquire) == 2 {
-        return;
-    }
-    if WRITERS_HANDLED
-        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
-        .is_ok()
-    {
+/// Registers the writers' fork handlers, once per process, before the first write.
+fn handle_writers() {
+    once_per_process(&WRITERS_HANDLED, || {
         // SAFETY: plain extern "C" fns of this module, linked -z nodelete.
         unsafe {
             libc::pthread_atfork(
@@ -314,8 +324,7 @@ pub fn handle_writers() {
                 Some(writers_child),
             )
         };
-        WRITERS_HANDLED.store(2, Ordering::Release);
-    }
+    });
 }
 
 /// A reader-writer lock for process-wide data a forked child keeps (kae's instances): reads
@@ -366,33 +375,17 @@ impl<T> ForkRwLock<T> {
 
     #[cold]
     fn rebuild(&self, g: u64) {
-        loop {
-            let m = self.made_in.load(Ordering::Acquire);
-            if m == g {
-                return;
+        renew_once(&self.made_in, g, || {
+            // SAFETY: no thread of this process holds or can take a guard of the old lock
+            // (made_in was not g and only this thread won the claim); no write was half done
+            // at the fork (writers hold WRITERS, which the fork handlers take first). The data
+            // moves into a new lock; the old lock is overwritten, not dropped.
+            unsafe {
+                let old = core::ptr::read(self.inner.get());
+                let data = old.into_inner().unwrap_or_else(|e| e.into_inner());
+                core::ptr::write(self.inner.get(), std::sync::RwLock::new(data));
             }
-            if m == RENEWING | g {
-                std::hint::spin_loop();
-                continue;
-            }
-            if self
-                .made_in
-                .compare_exchange(m, RENEWING | g, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                // SAFETY: no thread of this process holds or can take a guard of the old lock
-                // (made_in was not g and this thread won the exchange); no write was half done
-                // at the fork (writers hold WRITERS, which the fork handlers take first). The
-                // data moves into a new lock; the old lock is overwritten, not dropped.
-                unsafe {
-                    let old = core::ptr::read(self.inner.get());
-                    let data = old.into_inner().unwrap_or_else(|e| e.into_inner());
-                    core::ptr::write(self.inner.get(), std::sync::RwLock::new(data));
-                }
-                self.made_in.store(g, Ordering::Release);
-                return;
-            }
-        }
+        });
     }
 }
 

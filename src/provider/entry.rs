@@ -32,8 +32,6 @@ impl Provider for Kae {
     /// default provider into a private library context, and registers the instance.
     fn init(core: Core) -> Result<*mut c_void, Failure> {
         let core_version = read_core_version(&core);
-        // Before the first write of kae's instance tables: no write is half done at a fork.
-        crate::ffi::fork::handle_writers();
         crate::logging::init();
         let config = Config::from_core(&core)?;
         if let Err(why) =

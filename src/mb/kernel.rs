@@ -165,8 +165,19 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     /// there); larger N take [`wide::sqr`].
     #[inline(always)]
     fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
+        self.sqr_then(a, r, |_| {})
+    }
+
+    /// [`Self::sqr`], calling `after_row(i)` after each row i, so that other work is
+    /// interleaved with the rows (under [`wide::sqr`], after the whole squaring).
+    #[inline(always)]
+    fn sqr_then(&self, a: &[V; N], r: &mut [V; N], mut after_row: impl FnMut(usize)) {
         if N > FUSED_MAX {
-            return wide::sqr::<V, N, { wide::ROWS }>(self, a, r);
+            wide::sqr::<V, N, { wide::ROWS }>(self, a, r);
+            for i in 0..N {
+                after_row(i);
+            }
+            return;
         }
         let m = &self.m;
         let d = doubled(a);
@@ -188,6 +199,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             });
             acc[N - 1] = V::zero().madd52hi(t(N - 1), ai).madd52hi(m[N - 1], q);
             acc[0] = acc[0].add(carry);
+            after_row(i);
         });
         normalize(&mut acc);
         *r = acc;
@@ -389,18 +401,34 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
         }
         idx[0] = V::from_array(digits);
         let idx = idx[0];
-        if win + 1 < windows {
-            for _ in 0..window {
-                md.sqr(acc, tmp);
+        let squarings = win + 1 < windows;
+        if squarings && N <= FUSED_MAX {
+            // The scan rides along with the squarings, a few entry limbs after each row: its
+            // loads and masked stores use other ports than the rows' multiply-adds, so they
+            // cost little there, and much as a pass of their own.
+            let per_row = table_len / window;
+            assert_eq!(per_row * window, table_len, "whole entries per squaring");
+            *sel = [V::zero(); N];
+            for s in 0..window {
+                md.sqr_then(acc, tmp, |row| {
+                    scan_part(&table, sel, idx, (s * N + row) * per_row, per_row)
+                });
                 core::mem::swap(&mut acc, &mut tmp);
             }
-        }
-        // Full table scan: every entry is read, the lane's own is kept by mask.
-        *sel = table[0];
-        for (i, entry) in table.iter().enumerate().skip(1) {
-            let i = V::splat(i as u64);
-            for (s, &e) in sel.iter_mut().zip(entry) {
-                *s = s.take_where_eq(idx, i, e);
+        } else {
+            if squarings {
+                for _ in 0..window {
+                    md.sqr(acc, tmp);
+                    core::mem::swap(&mut acc, &mut tmp);
+                }
+            }
+            // Full table scan: every entry is read, the lane's own is kept by mask.
+            *sel = table[0];
+            for (i, entry) in table.iter().enumerate().skip(1) {
+                let i = V::splat(i as u64);
+                for (s, &e) in sel.iter_mut().zip(entry) {
+                    *s = s.take_where_eq(idx, i, e);
+                }
             }
         }
         if win + 1 < windows {
@@ -469,6 +497,23 @@ fn exp_public_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interlea
     leave_montgomery(&md, acc, tmp, out);
     for buf in bufs.iter_mut() {
         wipe(buf);
+    }
+}
+
+/// `count` steps of a table scan from step `from`: step k keeps limb k mod N of entry k / N
+/// in the lanes whose window value `idx` is that entry. Every entry and limb is read once over
+/// all steps, whatever `idx` holds (the steps' positions are public).
+#[inline(always)]
+fn scan_part<V: Lanes, const N: usize>(
+    table: &[[V; N]],
+    sel: &mut [V; N],
+    idx: V,
+    from: usize,
+    count: usize,
+) {
+    for k in from..from + count {
+        let (entry, limb) = (k / N, k % N);
+        sel[limb] = sel[limb].take_where_eq(idx, V::splat(entry as u64), table[entry][limb]);
     }
 }
 

@@ -12,6 +12,9 @@
 //!   each row: with R = 2^(52N) ≥ 4m, inputs below 2m give an output below 2m, so the
 //!   exponentiation loop never subtracts m; one constant-time subtraction at the end (after
 //!   leaving Montgomery form) fully reduces;
+//! - up to 20 limbs, "almost half" products for the window's multiplication (with each table
+//!   entry also kept times 2^(−26N) mod m, a·b/R takes N/2 rows of three products each), and
+//!   the table scan interleaved with the squarings' rows ([`exp_half_n`]).
 //!
 //! Constant time: loop bounds and indices depend only on `N`, `exp_bits` and the window
 //! width (public). The exponent's window values only become lane masks for a full scan of
@@ -20,7 +23,8 @@
 //! Bounds (why no limb overflows): in a multiplication each row adds four terms below 2^52 to
 //! every accumulator limb, and a limb lives through at most N rows: below 4N·2^52 plus carries
 //! below 2^12, under 2^60 for N ≤ 40. A squaring adds at most as many terms per row as a
-//! multiplication: the same bound.
+//! multiplication: the same bound. A half product's row adds six terms, over N/2 rows: the
+//! same count.
 
 #[cfg(target_arch = "x86_64")]
 use super::cpu::IfmaToken;
@@ -76,7 +80,12 @@ macro_rules! unroll_short {
 
 /// Largest limb count whose products keep their N accumulators in registers; beyond it they
 /// take [`wide`]'s blocked sweeps.
-const FUSED_MAX: usize = 20;
+pub(crate) const FUSED_MAX: usize = 20;
+
+/// Bits between a modulus and R = 2^(52N) at N ≤ [`FUSED_MAX`] (R ≥ 16m): the bound that
+/// keeps [`exp_half_n`]'s numbers below 2^(52N − 1) and its squarings' results below 2m.
+/// `mb::Size` holds every size to it at compile time.
+pub(crate) const HALF_SLACK_BITS: usize = 4;
 
 mod wide;
 
@@ -201,6 +210,54 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             acc[0] = acc[0].add(carry);
             after_row(i);
         });
+        normalize(&mut acc);
+        *r = acc;
+    }
+
+    /// t·H⁻¹ mod m with H = 2^(26N) (N even): the first N/2 rows of a Montgomery reduction.
+    /// Below t/H + m.
+    #[inline(always)]
+    fn half_reduce(&self, t: &[V; N], r: &mut [V; N]) {
+        let m = &self.m;
+        let mut acc = *t;
+        for _ in 0..N / 2 {
+            let (q, carry) = self.q_and_carry(acc[0]);
+            unroll!(V: j in 1..N, {
+                acc[j - 1] = acc[j].madd52lo(m[j], q).madd52hi(m[j - 1], q);
+            });
+            acc[N - 1] = V::zero().madd52hi(m[N - 1], q);
+            acc[0] = acc[0].add(carry);
+        }
+        normalize(&mut acc);
+        *r = acc;
+    }
+
+    /// a·t/R mod m from t and tk = t·H⁻¹ mod m ([`Self::half_reduce`]), H = 2^(26N), in N/2
+    /// rows: with a = a_lo + a_hi·H, a·t/R = (a_lo·tk + a_hi·t)/H, so row i takes limb i of
+    /// a_lo times tk and limb i of a_hi times t: 3N² products instead of 4N². Below
+    /// tk + m + a·t/R.
+    #[inline(always)]
+    fn half_mul(&self, a: &[V; N], t: &[V; N], tk: &[V; N], r: &mut [V; N]) {
+        let m = &self.m;
+        let mut acc = [V::zero(); N];
+        for i in 0..N / 2 {
+            let (x, y) = (a[i], a[i + N / 2]);
+            let (q, carry) = self.q_and_carry(acc[0].madd52lo(tk[0], x).madd52lo(t[0], y));
+            unroll!(V: j in 1..N, {
+                acc[j - 1] = acc[j]
+                    .madd52lo(tk[j], x)
+                    .madd52hi(tk[j - 1], x)
+                    .madd52lo(t[j], y)
+                    .madd52hi(t[j - 1], y)
+                    .madd52lo(m[j], q)
+                    .madd52hi(m[j - 1], q);
+            });
+            acc[N - 1] = V::zero()
+                .madd52hi(tk[N - 1], x)
+                .madd52hi(t[N - 1], y)
+                .madd52hi(m[N - 1], q);
+            acc[0] = acc[0].add(carry);
+        }
         normalize(&mut acc);
         *r = acc;
     }
@@ -355,7 +412,8 @@ fn r_squared_n<V: Lanes, const N: usize>(m: &Interleaved, k0: &[u64; 8], rr: &mu
     wipe(core::slice::from_mut(&mut md.k0));
 }
 
-/// out = base^exp mod m in every lane, with `N` limbs:
+/// out = base^exp mod m in every lane, with `N` limbs (above [`FUSED_MAX`]; fewer take
+/// [`exp_half_n`]):
 /// - `m`: N limbs of 52 bits per lane, odd, above 1; `k0` and `rr` its −m⁻¹ mod 2^52 and
 ///   R² mod m ([`neg_inv52_lanes`], [`r_squared_n`]);
 /// - `base`: N limbs of 52 bits per lane, below 2^(52N) (need not be reduced);
@@ -401,34 +459,18 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
         }
         idx[0] = V::from_array(digits);
         let idx = idx[0];
-        let squarings = win + 1 < windows;
-        if squarings && N <= FUSED_MAX {
-            // The scan rides along with the squarings, a few entry limbs after each row: its
-            // loads and masked stores use other ports than the rows' multiply-adds, so they
-            // cost little there, and much as a pass of their own.
-            let per_row = table_len / window;
-            assert_eq!(per_row * window, table_len, "whole entries per squaring");
-            *sel = [V::zero(); N];
-            for s in 0..window {
-                md.sqr_then(acc, tmp, |row| {
-                    scan_part(&table, sel, idx, (s * N + row) * per_row, per_row)
-                });
+        if win + 1 < windows {
+            for _ in 0..window {
+                md.sqr(acc, tmp);
                 core::mem::swap(&mut acc, &mut tmp);
             }
-        } else {
-            if squarings {
-                for _ in 0..window {
-                    md.sqr(acc, tmp);
-                    core::mem::swap(&mut acc, &mut tmp);
-                }
-            }
-            // Full table scan: every entry is read, the lane's own is kept by mask.
-            *sel = table[0];
-            for (i, entry) in table.iter().enumerate().skip(1) {
-                let i = V::splat(i as u64);
-                for (s, &e) in sel.iter_mut().zip(entry) {
-                    *s = s.take_where_eq(idx, i, e);
-                }
+        }
+        // Full table scan: every entry is read, the lane's own is kept by mask.
+        *sel = table[0];
+        for (i, entry) in table.iter().enumerate().skip(1) {
+            let i = V::splat(i as u64);
+            for (s, &e) in sel.iter_mut().zip(entry) {
+                *s = s.take_where_eq(idx, i, e);
             }
         }
         if win + 1 < windows {
@@ -454,6 +496,128 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
     wipe(&mut idx);
     wipe(core::slice::from_mut(&mut md.k0));
     digits.zeroize();
+}
+
+/// [`exp_n`] for N ≤ [`FUSED_MAX`], with cheaper multiplications and no scan of its own:
+/// - each table entry t is kept with tk = t·H⁻¹ mod m ([`Modulus::half_reduce`]), so that the
+///   window's multiplication is [`Modulus::half_mul`] (3N² products instead of 4N²);
+/// - the scan for that multiplication rides along with the window's squarings: after row r
+///   of squaring s, limb r of entries s·E..(s+1)·E (E = entries / window), both numbers. Its
+///   loads and masked stores take other ports than the rows' multiply-adds, so there they
+///   cost little, where a pass of their own weighs on the whole exponentiation.
+///
+/// Bounds: `half_mul`'s result is below tk + m + a·t/R, so up to about 2.3m (R ≥ 16m at
+/// the sizes that come here, [`HALF_SLACK_BITS`]); a squaring takes that to below
+/// m + (2.3m)²/R < 2m, and leaving Montgomery form to at most m.
+#[inline(always)]
+fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
+    let (exp, exp_bits) = (call.exp, call.exp_bits);
+    let mut md = modulus::<V, N>(call.m, call.k0);
+    let window = window_for(N);
+    let table_len = 1 << window;
+    let per_squaring = table_len / window;
+    assert_eq!(
+        per_squaring * window,
+        table_len,
+        "whole entries per squaring"
+    );
+    // On the heap, as in `exp_n`: [t, tk] per entry, and the two numbers selected.
+    let mut table = vec![[[V::zero(); N]; 2]; table_len];
+    let mut sel = vec![[[V::zero(); N]; 2]];
+    let sel = &mut sel[0];
+    let mut bufs = vec![[V::zero(); N]; 4];
+    let [acc, tmp, x, rr_v] = &mut bufs[..] else {
+        unreachable!("four buffers")
+    };
+    let (mut acc, mut tmp) = (acc, tmp);
+    load(call.rr, rr_v);
+    load(call.base, x);
+
+    // t as in `exp_n`, then each entry's tk.
+    let mut one = [V::zero(); N];
+    one[0] = V::splat(1);
+    md.mul(rr_v, &one, &mut table[0][0]);
+    md.mul(x, rr_v, &mut table[1][0]);
+    for i in 2..table_len {
+        let (done, rest) = table.split_at_mut(i);
+        md.mul(&done[i - 1][0], &done[1][0], &mut rest[0][0]);
+    }
+    for [t, tk] in table.iter_mut() {
+        md.half_reduce(t, tk);
+    }
+
+    // Windows from the top; the first takes the leftover bits (exp_bits mod window).
+    let windows = exp_bits.div_ceil(window);
+    let mut digits = [0u64; 8];
+    let mut idx = [V::zero()];
+    for win in (0..windows).rev() {
+        let lo = win * window;
+        let width = window.min(exp_bits - lo);
+        for (lane, v) in digits.iter_mut().enumerate() {
+            *v = window_bits(exp, lane, lo, width);
+        }
+        idx[0] = V::from_array(digits);
+        let idx = idx[0];
+        *sel = [[V::zero(); N]; 2];
+        if win + 1 < windows {
+            for s in 0..window {
+                md.sqr_then(acc, tmp, |row| {
+                    scan_limb(
+                        &table,
+                        sel,
+                        idx,
+                        s * per_squaring..(s + 1) * per_squaring,
+                        row,
+                    )
+                });
+                core::mem::swap(&mut acc, &mut tmp);
+            }
+            md.half_mul(acc, &sel[0], &sel[1], tmp);
+            core::mem::swap(&mut acc, &mut tmp);
+        } else {
+            // The top window is its entry. A loop over every limb of every entry, kept a loop:
+            // written out, this code (run once) slowed the whole exponentiation by a fifth.
+            for k in 0..2 * table_len * N {
+                let (entry, half, limb) = (k / (2 * N), (k / N) % 2, k % N);
+                let i = V::splat(entry as u64);
+                sel[half][limb] = sel[half][limb].take_where_eq(idx, i, table[entry][half][limb]);
+            }
+            *acc = sel[0];
+        }
+    }
+    if windows == 0 {
+        *acc = table[0][0]; // exponent of no bits: one
+    }
+
+    leave_montgomery(&md, acc, tmp, out);
+
+    for t in table.iter_mut().flatten().chain(sel.iter_mut()) {
+        wipe(t);
+    }
+    for buf in bufs.iter_mut().chain([&mut md.m]) {
+        wipe(buf);
+    }
+    wipe(&mut idx);
+    wipe(core::slice::from_mut(&mut md.k0));
+    digits.zeroize();
+}
+
+/// Limb `limb` of both numbers of the table's `entries`, kept in `sel` in the lanes whose
+/// window value `idx` names the entry (masked moves: no address depends on `idx`).
+#[inline(always)]
+fn scan_limb<V: Lanes, const N: usize>(
+    table: &[[[V; N]; 2]],
+    sel: &mut [[V; N]; 2],
+    idx: V,
+    entries: core::ops::Range<usize>,
+    limb: usize,
+) {
+    for e in entries {
+        let i = V::splat(e as u64);
+        for h in 0..2 {
+            sel[h][limb] = sel[h][limb].take_where_eq(idx, i, table[e][h][limb]);
+        }
+    }
 }
 
 /// out = base^exp mod m in every lane for a PUBLIC exponent (RSA's e, for the fault check):
@@ -500,27 +664,10 @@ fn exp_public_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interlea
     }
 }
 
-/// `count` steps of a table scan from step `from`: step k keeps limb k mod N of entry k / N
-/// in the lanes whose window value `idx` is that entry. Every entry and limb is read once over
-/// all steps, whatever `idx` holds (the steps' positions are public).
-#[inline(always)]
-fn scan_part<V: Lanes, const N: usize>(
-    table: &[[V; N]],
-    sel: &mut [V; N],
-    idx: V,
-    from: usize,
-    count: usize,
-) {
-    for k in from..from + count {
-        let (entry, limb) = (k / N, k % N);
-        sel[limb] = sel[limb].take_where_eq(idx, V::splat(entry as u64), table[entry][limb]);
-    }
-}
-
 /// Whose exponent a kernel call takes: which exponentiation runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Exponent {
-    /// A private exponent: fixed windows, full table scans ([`exp_n`]).
+    /// A private exponent: fixed windows, full table scans ([`exp_half_n`], [`exp_n`]).
     Secret,
     /// A public one (RSA's e, the fault check): binary, skipping the bits no lane has set
     /// ([`exp_public_n`]).
@@ -544,6 +691,7 @@ pub(crate) struct ExpCall<'a> {
 #[inline(always)]
 fn exp_kind_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
     match call.kind {
+        Exponent::Secret if N <= FUSED_MAX => exp_half_n::<V, N>(call, out),
         Exponent::Secret => exp_n::<V, N>(call, out),
         Exponent::Public => exp_public_n::<V, N>(call, out),
     }
@@ -629,6 +777,65 @@ unsafe fn exp_ifma_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Int
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mb::lanes::Portable;
+    use num_bigint::BigUint;
+
+    /// Lane `lane` of `x` as a number.
+    fn value<const N: usize>(x: &[Portable; N], lane: usize) -> BigUint {
+        x.iter()
+            .rev()
+            .fold(BigUint::ZERO, |v, l| (v << 52) + l.0[lane])
+    }
+
+    /// `v` in 52-bit limbs in every lane.
+    fn limbs<const N: usize>(v: &BigUint) -> [Portable; N] {
+        let mask = BigUint::from(MASK52);
+        core::array::from_fn(|j| {
+            let l: u64 = ((v >> (52 * j)) & &mask).try_into().unwrap();
+            Portable([l; 8])
+        })
+    }
+
+    /// The half products against num-bigint, at and near the bounds the exponentiation gives
+    /// them: entries below 2m, the accumulator up to 2.3m, moduli with 4 bits of headroom.
+    #[test]
+    fn half_products_are_montgomery_products_within_their_bounds() {
+        const N: usize = 20;
+        let r = BigUint::from(1u8) << (52 * N);
+        let h = BigUint::from(1u8) << (26 * N);
+        let top = BigUint::from(1u8) << (52 * N - HALF_SLACK_BITS);
+        for m in [
+            &top - 1u8,
+            (&top >> 1) + 0x1234_5677u32,
+            (&top / 3u8) | BigUint::from(1u8),
+        ] {
+            let m_limbs = limbs::<N>(&m);
+            let k0 = Portable([neg_inv52(m_limbs[0].0[0]); 8]);
+            let md = Modulus { m: m_limbs, k0 };
+            let r_inv = r.modinv(&m).unwrap();
+            let h_inv = h.modinv(&m).unwrap();
+            for t in [&m * 2u8 - 1u8, &m + 1u8, &m / 7u8] {
+                for a in [
+                    &m * 23u8 / 10u8,
+                    &m * 2u8 - 1u8,
+                    &m - 1u8,
+                    BigUint::from(3u8),
+                ] {
+                    let (t_l, a_l) = (limbs::<N>(&t), limbs::<N>(&a));
+                    let (mut tk, mut got) = ([Portable([0; 8]); N], [Portable([0; 8]); N]);
+                    md.half_reduce(&t_l, &mut tk);
+                    let tk = value(&tk, 0);
+                    assert_eq!(&tk % &m, &t * &h_inv % &m);
+                    assert!(tk < &t / &h + &m + 1u8);
+                    md.half_mul(&a_l, &t_l, &limbs::<N>(&tk), &mut got);
+                    let got = value(&got, 0);
+                    assert_eq!(&got % &m, &a * &t * &r_inv % &m, "a·t/R mod m");
+                    assert!(got < &tk + &m + &a * &t / &r + 1u8, "half_mul's bound");
+                    assert!(got * 10u8 < &m * 23u8, "below 2.3m");
+                }
+            }
+        }
+    }
 
     #[test]
     fn neg_inv52_inverts_odd_numbers() {

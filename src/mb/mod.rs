@@ -68,6 +68,19 @@ impl Size {
     }
 }
 
+// The sizes whose private exponentiations take the half products keep their headroom.
+const _: () = {
+    let mut i = 0;
+    while i < Size::ALL.len() {
+        let s = Size::ALL[i];
+        assert!(
+            s.limbs52() > kernel::FUSED_MAX
+                || 52 * s.limbs52() >= s.bits() + kernel::HALF_SLACK_BITS
+        );
+        i += 1;
+    }
+};
+
 /// Which implementation of the lanes runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {

@@ -5,22 +5,25 @@
 //! timeout, isolated device, refused submit) completes with an error that the caller redoes
 //! on the CPU, so the application never sees a hardware error.
 //!
-//! Buffers handed to the device (`src`, `dst`) live in a heap `InFlight` until UADK's callback
-//! for that request has run, also when the job that asked for it is gone, and also after a
-//! timeout: a request that timed out is failed over to the CPU at once, but its buffers stay
-//! until the (late) callback or until UADK is torn down.
+//! Buffers handed to the device belong to `uadk`'s job table until UADK's callback for that
+//! request has run, also when the job that asked for it is gone, and also after a timeout: a
+//! request that timed out is failed over to the CPU at once (it becomes a zombie: an id whose
+//! late completion is awaited), but its buffers stay until that completion or until UADK is
+//! torn down.
+//!
+//! Safe code but for UADK's uninit (its contract is about sessions: `session.rs`).
+#![deny(unsafe_code)]
 
 use super::abi::*;
 use super::session::{self, KeySession};
-use super::uadk::{self, Uadk};
+use super::uadk::{self, AsyncOutcome, Uadk};
 use crate::backend::{Backend, SyncPolicy};
 use crate::completion::{OpKind, Request};
 use crate::error::KaeError;
 use crate::rsa::RsaKey;
 use crate::settings::hpre::{HpreConfig, SyncMode};
 use crate::settings::BackendKind;
-use core::ffi::c_void;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,35 +32,18 @@ use zeroize::Zeroizing;
 /// How long the backend rests after a device error before taking requests again.
 const REST_AFTER_FAULT: Duration = Duration::from_secs(1);
 
-/// A request UADK holds. Owned through the raw pointer given as `cb_param` from submission
-/// until the callback (or, after a timeout, until a late callback or teardown).
-struct InFlight {
-    id: u64,
-    shared: Arc<Shared>,
-    /// Taken by the callback or by the timeout, whichever comes first.
-    req: Option<Request>,
-    src: Zeroizing<Vec<u8>>,
-    dst: Zeroizing<Vec<u8>>,
-    _session: Arc<KeySession>,
-}
-
 /// Most timed-out requests kept for a late completion (their buffers stay allocated until the
 /// device answers or UADK is torn down); beyond, HPRE takes no new request.
 pub const MAX_ZOMBIES: usize = 1024;
 /// Pause between polls when only timed-out requests are left.
 const LATE_POLL_PAUSE: Duration = Duration::from_millis(1);
 
-/// The raw pointer of a boxed `InFlight`, as an integer (it crosses threads through the
-/// pending table; only the poller thread and the submitter that made it dereference it).
-#[derive(Clone, Copy)]
-struct InFlightPtr(usize);
-
 struct Shared {
-    /// Submitted requests without a callback yet: id → (pointer, submission time).
-    pending: Mutex<HashMap<u64, (InFlightPtr, Instant)>>,
+    /// Submitted requests without a completion yet: id → (request, submission time).
+    pending: Mutex<HashMap<u64, (Request, Instant)>>,
     /// Requests that timed out (failed over already) whose buffers UADK may still write, by
     /// id; at most [`MAX_ZOMBIES`] (beyond, HPRE takes no new request).
-    zombies: Mutex<HashMap<u64, InFlightPtr>>,
+    zombies: Mutex<HashSet<u64>>,
     /// Buffers of synchronous calls that failed (UADK may give up while the device still holds
     /// the request and writes its result later): kept until UADK is torn down.
     abandoned: Mutex<Vec<(Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>)>>,
@@ -157,7 +143,7 @@ impl Shared {
     fn new(timeout: Duration, sysfs: std::path::PathBuf) -> Shared {
         Shared {
             pending: Mutex::new(HashMap::new()),
-            zombies: Mutex::new(HashMap::new()),
+            zombies: Mutex::new(HashSet::new()),
             abandoned: Mutex::new(Vec::new()),
             done: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
@@ -171,7 +157,7 @@ impl Shared {
         }
     }
 
-    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (InFlightPtr, Instant)>> {
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (Request, Instant)>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -228,15 +214,15 @@ impl Shared {
             }
             *last = now;
         }
-        let expired: Vec<(u64, InFlightPtr)> = {
-            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let expired: Vec<(u64, Request)> = {
+            let mut pending = self.lock_pending();
             let ids: Vec<u64> = pending
                 .iter()
                 .filter(|(_, (_, t))| force_all || now.duration_since(*t) >= self.timeout)
                 .map(|(id, _)| *id)
                 .collect();
             ids.iter()
-                .filter_map(|id| pending.remove(id).map(|(p, _)| (*id, p)))
+                .filter_map(|id| pending.remove(id).map(|(r, _)| (*id, r)))
                 .collect()
         };
         if expired.is_empty() {
@@ -252,75 +238,33 @@ impl Shared {
                 ),
             );
         }
-        for (_, p) in &expired {
-            let ptr = p.0 as *mut InFlight;
-            // SAFETY: removed from `pending` just now by us, so the callback (which removes
-            // first) will not take its request; the box stays allocated (a zombie). Only the
-            // `req` field is borrowed: a late callback on the poller thread reads `id` and
-            // `shared` only.
-            let req = unsafe { (*ptr).req.take() };
-            if let Some(req) = req {
-                self.finish(req, Err(KaeError::BackendFailure));
-            }
+        let mut zombies = self.zombies.lock().unwrap_or_else(|e| e.into_inner());
+        for (id, req) in expired {
+            zombies.insert(id);
+            self.finish(req, Err(KaeError::BackendFailure));
         }
-        self.zombies
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(expired);
     }
-}
 
-/// UADK's completion callback, on the polling thread, with the library's copy of the request.
-unsafe extern "C" fn on_complete(copy: *mut c_void) {
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: UADK passes its copy of our wd_rsa_req, valid during the callback.
-        let r = unsafe { &*(copy as *const wd_rsa_req) };
-        let ptr = r.cb_param as usize;
-        if ptr == 0 {
-            return;
-        }
-        // SAFETY: cb_param is the pointer of a boxed InFlight we submitted; it is freed only
-        // here or at teardown (after UADK stopped), so it is alive.
-        // Field by field: a shutdown's timeout scan may be taking `req` meanwhile.
-        let (id, shared) = unsafe {
-            let f = ptr as *const InFlight;
-            ((*f).id, (*f).shared.clone())
-        };
-        let ours = shared
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id)
-            .is_some();
-        if !ours {
-            // Timed out earlier (already redone on the CPU): the device is done with the
-            // buffers now, so the zombie can go.
-            let zombie = shared
-                .zombies
+    /// The completion of request `id`, on the polling thread.
+    fn complete(&self, id: u64, out: AsyncOutcome<'_>) {
+        let Some((mut req, _)) = self.lock_pending().remove(&id) else {
+            // Timed out earlier (already redone on the CPU): the device is done with its
+            // buffers now, and they went with the job.
+            self.zombies
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&id);
-            if let Some(p) = zombie {
-                // SAFETY: a zombie is owned by the zombie list, which it just left.
-                drop(unsafe { Box::from_raw(p.0 as *mut InFlight) });
-            }
-            return;
-        }
-        // SAFETY: removed from `pending` by us: we own the box now.
-        let mut inflight = unsafe { Box::from_raw(ptr as *mut InFlight) };
-        let Some(mut req) = inflight.req.take() else {
             return;
         };
-        let status = r.status;
-        let ok = status == 0 && r.dst_bytes as usize == inflight.dst.len();
-        if ok {
-            req.output.copy_from_slice(&inflight.dst);
-            shared.finish(req, Ok(()));
+        if out.status == 0 && out.dst_bytes == out.dst.len() && req.output.len() == out.dst.len() {
+            req.output.copy_from_slice(out.dst);
+            self.finish(req, Ok(()));
         } else {
-            shared.fault(1, format_args!("a request completed with status {status}"));
-            shared.finish(req, Err(KaeError::BackendFailure));
+            let status = out.status;
+            self.fault(1, format_args!("a request completed with status {status}"));
+            self.finish(req, Err(KaeError::BackendFailure));
         }
-    });
+    }
 }
 
 /// `input` left-padded with zeros to `k` bytes (`input.len() <= k`).
@@ -460,60 +404,40 @@ impl Backend for HpreBackend {
             return Ok(());
         }
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut boxed = Box::new(InFlight {
-            id,
-            shared: self.shared.clone(),
-            src: left_padded(&req.input, k),
-            dst: Zeroizing::new(vec![0u8; k]),
-            req: Some(req),
-            _session: session.clone(),
-        });
-        let mut wreq = uadk::request(&mut boxed.src, &mut boxed.dst, op);
-        wreq.cb = Some(on_complete);
-        let ptr = Box::into_raw(boxed);
-        wreq.cb_param = ptr.cast();
+        let src = left_padded(&req.input, k);
         {
-            // Registered before UADK sees it (the callback may run before do_async returns);
-            // `stop` is checked under the same lock shutdown drains under.
-            let mut pending = self
-                .shared
-                .pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            // Registered before UADK sees it (the completion may run before the submit
+            // returns); `stop` is checked under the same lock shutdown drains under.
+            let mut pending = self.shared.lock_pending();
             if self.shared.stop.load(Ordering::Acquire) {
-                drop(pending);
-                // SAFETY: ptr is the Box::into_raw just above, not yet passed to do_async or put in
-                // pending, so no callback or timeout scan can see it; we still own it and reclaim
-                // it once here.
-                let mut b = unsafe { Box::from_raw(ptr) };
-                return Err(b.req.take().expect("request present"));
+                return Err(req);
             }
-            pending.insert(id, (InFlightPtr(ptr as usize), Instant::now()));
+            pending.insert(id, (req, Instant::now()));
         }
         self.shared.count_in();
-        // SAFETY: the request's buffers and cb_param are kept alive by the box until the
-        // callback (or until UADK is uninitialised, when the zombies are freed).
-        let rc = s.with_handle(|h| unsafe { self.uadk.do_async(h, &mut wreq) });
+        let (shared, keep) = (self.shared.clone(), session.clone());
+        let rc = s.with_handle(|h| {
+            self.uadk.submit_async(h, op, src, k, move |out| {
+                shared.complete(id, out);
+                drop(keep); // the session outlives every request on it
+            })
+        });
         if rc == 0 {
             return Ok(());
         }
         // Not accepted: take it back (unless a timeout scan already failed it over).
-        let ours = self
-            .shared
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id)
-            .is_some();
-        if !ours {
+        let Some((req, _)) = self.shared.lock_pending().remove(&id) else {
             // Failed over by a timeout scan meanwhile: its result is on the done list, and
-            // `poll` counts it out when it hands it back (not here as well).
+            // `poll` counts it out when it hands it back (not here as well). No completion
+            // will come for it.
+            self.shared
+                .zombies
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
             return Ok(());
-        }
+        };
         self.shared.count_out(1);
-        // SAFETY: UADK refused it and it left `pending` by our hand: ours again.
-        let mut b = unsafe { Box::from_raw(ptr) };
-        let req = b.req.take().expect("request present");
         if rc == -err::EBUSY {
             return Err(req); // queues full: the offloader waits for a slot
         }
@@ -528,8 +452,7 @@ impl Backend for HpreBackend {
 
     fn poll(&self, out: &mut Vec<Request>, max: usize) -> usize {
         if !self.shared.lock_pending().is_empty() || self.awaits_late_completions() {
-            // SAFETY: UADK's poll on this (initialised) generation, from the poller thread only.
-            unsafe { self.uadk.poll(max.min(u32::MAX as usize) as u32) };
+            self.uadk.poll(max.min(u32::MAX as usize) as u32);
         }
         self.shared.scan_timeouts(false);
         let mut done = self.shared.done.lock().unwrap_or_else(|e| e.into_inner());
@@ -593,22 +516,22 @@ impl Backend for HpreBackend {
         self.shared.scan_timeouts(true);
     }
 
+    #[allow(unsafe_code)]
     fn after_poller_stopped(&self) {
         // SAFETY: nothing polls any more and nothing is submitted; sessions of this generation
         // are freed only while it is live (session.rs), so none is used or freed after.
-        session::end_generation(self.generation, || unsafe { self.uadk.uninit() });
-        // UADK stopped: nothing writes into the zombies' buffers any more.
-        let zombies = std::mem::take(
-            &mut *self
-                .shared
-                .zombies
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        for p in zombies.into_values() {
-            // SAFETY: owned by the zombie list (taken out above); the device is gone.
-            drop(unsafe { Box::from_raw(p.0 as *mut InFlight) });
-        }
+        let mut abandoned = None;
+        session::end_generation(self.generation, || {
+            abandoned = Some(unsafe { self.uadk.uninit() })
+        });
+        // Outside the generation's lock: a job's completion may own a key's last session.
+        drop(abandoned);
+        // UADK stopped and its jobs are gone: no late completion will come.
+        self.shared
+            .zombies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         self.shared
             .abandoned
             .lock()
@@ -626,8 +549,7 @@ mod tests {
     use super::*;
 
     /// Timed-out requests and abandoned sync buffers together are bounded: at MAX_ZOMBIES the
-    /// backend takes no new request (`takes` asks `zombie_room`). The entries here are
-    /// placeholders, never dereferenced: the map is emptied before the Shared is dropped.
+    /// backend takes no new request (`takes` asks `zombie_room`).
     #[test]
     fn past_max_zombies_no_new_request_is_taken() {
         let s = Shared::new(Duration::from_millis(10), "/nonexistent".into());
@@ -635,7 +557,7 @@ mod tests {
         {
             let mut z = s.zombies.lock().unwrap();
             for id in 0..MAX_ZOMBIES as u64 - 2 {
-                z.insert(id, InFlightPtr(0));
+                z.insert(id);
             }
         }
         assert!(s.zombie_room(), "below the bound");
@@ -644,7 +566,7 @@ mod tests {
             .unwrap()
             .push((Zeroizing::new(vec![0u8; 4]), Zeroizing::new(vec![0u8; 4])));
         assert!(s.zombie_room(), "one below the bound");
-        s.zombies.lock().unwrap().insert(u64::MAX, InFlightPtr(0));
+        s.zombies.lock().unwrap().insert(u64::MAX);
         assert!(!s.zombie_room(), "at the bound: refused");
         s.zombies.lock().unwrap().clear();
         assert!(s.zombie_room(), "room again once the late completions came");

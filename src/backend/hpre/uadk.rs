@@ -7,8 +7,11 @@
 
 use super::abi::*;
 use core::ffi::{c_char, c_void, CStr};
+use std::collections::BTreeMap;
 use std::ffi::CString;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use zeroize::Zeroizing;
 
 /// The entry points of a loaded UADK, called only through the methods below.
 pub struct Uadk {
@@ -21,6 +24,9 @@ pub struct Uadk {
     do_sync: wd_do_rsa_sync_fn,
     do_async: wd_do_rsa_async_fn,
     poll: wd_rsa_poll_fn,
+    /// Whether UADK is initialised; held while polling, so that polls are one at a time and
+    /// never overlap the uninit.
+    live: Mutex<bool>,
     /// The crypto library as configured (for messages).
     pub crypto_lib: String,
     /// The library is kae's test simulator (it exports `kae_sim_version`), not UADK.
@@ -101,6 +107,7 @@ impl Uadk {
             do_sync: resolve!(h, lib, c"wd_do_rsa_sync", wd_do_rsa_sync_fn),
             do_async: resolve!(h, lib, c"wd_do_rsa_async", wd_do_rsa_async_fn),
             poll: resolve!(h, lib, c"wd_rsa_poll", wd_rsa_poll_fn),
+            live: Mutex::new(false),
             crypto_lib: crypto_lib.to_owned(),
             simulator: symbol(h, c"kae_sim_version").is_some(),
         })
@@ -121,16 +128,19 @@ impl Uadk {
             cap: core::ptr::null_mut(),
         };
         let mut alg = *b"rsa\0";
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: UADK's init with a NUL-terminated algorithm name and a params struct (and its
         // one-element count array) that live for the call; UADK copies what it keeps.
-        unsafe {
+        let rc = unsafe {
             (self.init2)(
                 alg.as_mut_ptr().cast::<c_char>(),
                 SCHED_POLICY_RR,
                 TASK_HW,
                 &mut params,
             )
-        }
+        };
+        *live |= rc == 0;
+        rc
     }
 }
 
@@ -157,9 +167,8 @@ fn dtb(buf: &mut [u8]) -> wd_dtb {
     }
 }
 
-/// A request for `src` → `dst`, without a callback; `cb` and `cb_param` are set by an
-/// asynchronous submitter.
-pub fn request(src: &mut [u8], dst: &mut [u8], op: u8) -> wd_rsa_req {
+/// A request for `src` → `dst`, without a callback ([`Uadk::submit_async`] sets one).
+fn request(src: &mut [u8], dst: &mut [u8], op: u8) -> wd_rsa_req {
     wd_rsa_req {
         src: src.as_mut_ptr().cast(),
         dst: dst.as_mut_ptr().cast(),
@@ -232,36 +241,117 @@ impl Uadk {
         }
     }
 
-    /// `wd_do_rsa_async` of `req`: UADK runs `req.cb` with its copy of the request once done.
-    ///
-    /// # Safety
-    /// `req`'s buffers and what `cb_param` points to stay valid until that callback has run or
-    /// UADK is uninitialised, whichever comes first.
-    pub unsafe fn do_async(&self, s: &SessionHandle, req: &mut wd_rsa_req) -> i32 {
-        // SAFETY: a live session; the rest is the caller's contract.
-        unsafe { (self.do_async)(s.0, req) }
+    /// `wd_do_rsa_async` of `src` (the key's size, left-padded) into a `dst_len`-byte buffer;
+    /// `done` runs on the polling thread once UADK reports it finished. UADK's return code:
+    /// 0 accepted; otherwise refused, and `done` never runs. A request UADK never reports
+    /// (a lost completion) keeps its buffers until [`Uadk::uninit`], which drops `done`
+    /// without running it.
+    pub fn submit_async(
+        &self,
+        s: &SessionHandle,
+        op: u8,
+        src: Zeroizing<Vec<u8>>,
+        dst_len: usize,
+        done: impl FnOnce(AsyncOutcome<'_>) + Send + 'static,
+    ) -> i32 {
+        let id = NEXT_JOB.fetch_add(1, Ordering::Relaxed);
+        let mut job = AsyncJob {
+            src,
+            dst: Zeroizing::new(vec![0u8; dst_len]),
+            done: Box::new(done),
+        };
+        let mut req = request(&mut job.src, &mut job.dst, op);
+        req.cb = Some(on_complete);
+        req.cb_param = core::ptr::without_provenance_mut(id);
+        // In the table before UADK sees it: the callback may run before `do_async` returns.
+        // Moving the job keeps its buffers where they are (they are heap blocks).
+        jobs().insert(id, job);
+        // SAFETY: a live session, and a request whose buffers belong to a job in JOBS, which
+        // only the callback (UADK is done with the request), the refusal below (UADK kept
+        // nothing) or `uninit` (UADK stopped) takes out; `cb_param` is a number.
+        let rc = unsafe { (self.do_async)(s.0, &mut req) };
+        if rc != 0 {
+            jobs().remove(&id);
+        }
+        rc
     }
 
-    /// `wd_rsa_poll`: runs the callbacks of up to `max` finished requests; the number run.
-    ///
-    /// # Safety
-    /// UADK is initialised and not uninitialised, and only one thread polls.
-    pub unsafe fn poll(&self, max: u32) -> u32 {
+    /// `wd_rsa_poll`: runs the completions of up to `max` finished requests; the number run
+    /// (0 when UADK is not initialised).
+    pub fn poll(&self, max: u32) -> u32 {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if !*live {
+            return 0;
+        }
         let mut count = 0u32;
-        // SAFETY: the caller's contract; count is writable.
+        // SAFETY: UADK is initialised, and stays so while `live` is held, as no other poll
+        // runs; count is writable.
         unsafe { (self.poll)(max, &mut count) };
         count
     }
 
-    /// `wd_rsa_uninit2`: ends UADK's initialisation.
+    /// `wd_rsa_uninit2`: ends UADK's initialisation. Returns the jobs whose completion never
+    /// came: UADK no longer writes their buffers, and dropping them drops their completions
+    /// unrun (the caller does so outside its locks: a completion may own a key's last session).
     ///
     /// # Safety
-    /// Nothing is submitted or polled after, and no session of this initialisation is used or
-    /// freed after.
-    pub unsafe fn uninit(&self) {
+    /// Nothing is submitted after, and no session of this initialisation is used or freed
+    /// after (a poll after it runs nothing).
+    pub unsafe fn uninit(&self) -> AbandonedJobs {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the caller's contract.
-        unsafe { (self.uninit2)() }
+        unsafe { (self.uninit2)() };
+        *live = false;
+        AbandonedJobs(core::mem::take(&mut *jobs()))
     }
+}
+
+/// Jobs left in UADK's hands at its uninit ([`Uadk::uninit`]).
+pub struct AbandonedJobs(#[allow(dead_code)] BTreeMap<usize, AsyncJob>);
+
+/// What a finished asynchronous request came back with.
+pub struct AsyncOutcome<'a> {
+    /// The request's status (0: done).
+    pub status: i32,
+    /// The length UADK says it wrote.
+    pub dst_bytes: usize,
+    /// The output buffer.
+    pub dst: &'a [u8],
+}
+
+/// One asynchronous request: its buffers, which UADK holds by address until it runs the
+/// callback, and what to do then.
+struct AsyncJob {
+    src: Zeroizing<Vec<u8>>,
+    dst: Zeroizing<Vec<u8>>,
+    done: Box<dyn FnOnce(AsyncOutcome<'_>) + Send>,
+}
+
+/// Jobs UADK holds, by the id passed as their `cb_param` (a number, never a pointer). One table
+/// per process, as UADK's initialisation is.
+static JOBS: Mutex<BTreeMap<usize, AsyncJob>> = Mutex::new(BTreeMap::new());
+static NEXT_JOB: AtomicUsize = AtomicUsize::new(1);
+
+fn jobs() -> MutexGuard<'static, BTreeMap<usize, AsyncJob>> {
+    JOBS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// UADK's completion callback, on the polling thread, with the library's copy of the request:
+/// the job leaves the table and its completion runs (outside the table's lock).
+unsafe extern "C" fn on_complete(copy: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: UADK passes its copy of our wd_rsa_req, valid during the callback.
+        let r = unsafe { &*(copy as *const wd_rsa_req) };
+        let job = jobs().remove(&(r.cb_param as usize));
+        if let Some(AsyncJob { src, dst, done }) = job {
+            done(AsyncOutcome {
+                status: r.status,
+                dst_bytes: r.dst_bytes as usize,
+                dst: &dst,
+            });
+            drop(src);
+        }
+    });
 }
 
 /// What was loaded for a pair of names (the first successful load per process is kept; a

@@ -437,27 +437,14 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
     load(call.rr, rr_v);
     load(call.base, x);
 
-    // table[0] = R mod m (one), table[1] = base·R mod m, table[i] = table[i-1]·table[1].
-    let mut one = [V::zero(); N];
-    one[0] = V::splat(1);
-    md.mul(rr_v, &one, &mut table[0]);
-    md.mul(x, rr_v, &mut table[1]);
-    for i in 2..table_len {
-        let (done, rest) = table.split_at_mut(i);
-        md.mul(&done[i - 1], &done[1], &mut rest[0]);
-    }
+    powers(&md, x, rr_v, &mut table, |t| t, |t| t);
 
     // Windows from the top; the first takes the leftover bits (exp_bits mod window).
     let windows = exp_bits.div_ceil(window);
     let mut digits = [0u64; 8];
     let mut idx = [V::zero()];
     for win in (0..windows).rev() {
-        let lo = win * window;
-        let width = window.min(exp_bits - lo);
-        for (lane, v) in digits.iter_mut().enumerate() {
-            *v = window_bits(exp, lane, lo, width);
-        }
-        idx[0] = V::from_array(digits);
+        idx[0] = window_value(exp, exp_bits, window, win, &mut digits);
         let idx = idx[0];
         if win + 1 < windows {
             for _ in 0..window {
@@ -489,13 +476,63 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
     for t in table.iter_mut() {
         wipe(t);
     }
+    wipe_call(&mut md, &mut bufs, &mut idx, &mut digits);
+}
+
+/// Wipes what an exponentiation leaves besides its table: working numbers, the moduli (primes),
+/// their −m⁻¹, and the exponent's window values (digits of dp and dq).
+#[inline(always)]
+fn wipe_call<V: Lanes, const N: usize>(
+    md: &mut Modulus<V, N>,
+    bufs: &mut [[V; N]],
+    idx: &mut [V; 1],
+    digits: &mut [u64; 8],
+) {
     for buf in bufs.iter_mut().chain([&mut md.m]) {
         wipe(buf);
     }
-    // The exponent's window values (digits of dp and dq) and the lanes' −m⁻¹.
-    wipe(&mut idx);
+    wipe(idx);
     wipe(core::slice::from_mut(&mut md.k0));
     digits.zeroize();
+}
+
+/// The table's numbers (`num` of each entry): R mod m (one), then base·R mod m and its
+/// powers, each entry the one before times base·R.
+#[inline(always)]
+fn powers<V: Lanes, const N: usize, T>(
+    md: &Modulus<V, N>,
+    base: &[V; N],
+    rr: &[V; N],
+    table: &mut [T],
+    num: impl Fn(&T) -> &[V; N],
+    num_mut: impl Fn(&mut T) -> &mut [V; N],
+) {
+    let mut one = [V::zero(); N];
+    one[0] = V::splat(1);
+    md.mul(rr, &one, num_mut(&mut table[0]));
+    md.mul(base, rr, num_mut(&mut table[1]));
+    for i in 2..table.len() {
+        let (done, rest) = table.split_at_mut(i);
+        md.mul(num(&done[i - 1]), num(&done[1]), num_mut(&mut rest[0]));
+    }
+}
+
+/// Window `win`'s value in every lane (`window` bits from the bottom, fewer at the top where
+/// `exp_bits` ends); `digits` holds them as numbers (the caller wipes it).
+#[inline(always)]
+fn window_value<V: Lanes>(
+    exp: &Interleaved,
+    exp_bits: usize,
+    window: usize,
+    win: usize,
+    digits: &mut [u64; 8],
+) -> V {
+    let lo = win * window;
+    let width = window.min(exp_bits - lo);
+    for (lane, v) in digits.iter_mut().enumerate() {
+        *v = window_bits(exp, lane, lo, width);
+    }
+    V::from_array(*digits)
 }
 
 /// [`exp_n`] for N ≤ [`FUSED_MAX`], with cheaper multiplications and no scan of its own:
@@ -533,15 +570,7 @@ fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleave
     load(call.rr, rr_v);
     load(call.base, x);
 
-    // t as in `exp_n`, then each entry's tk.
-    let mut one = [V::zero(); N];
-    one[0] = V::splat(1);
-    md.mul(rr_v, &one, &mut table[0][0]);
-    md.mul(x, rr_v, &mut table[1][0]);
-    for i in 2..table_len {
-        let (done, rest) = table.split_at_mut(i);
-        md.mul(&done[i - 1][0], &done[1][0], &mut rest[0][0]);
-    }
+    powers(&md, x, rr_v, &mut table, |e| &e[0], |e| &mut e[0]);
     for [t, tk] in table.iter_mut() {
         md.half_reduce(t, tk);
     }
@@ -551,12 +580,7 @@ fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleave
     let mut digits = [0u64; 8];
     let mut idx = [V::zero()];
     for win in (0..windows).rev() {
-        let lo = win * window;
-        let width = window.min(exp_bits - lo);
-        for (lane, v) in digits.iter_mut().enumerate() {
-            *v = window_bits(exp, lane, lo, width);
-        }
-        idx[0] = V::from_array(digits);
+        idx[0] = window_value(exp, exp_bits, window, win, &mut digits);
         let idx = idx[0];
         *sel = [[V::zero(); N]; 2];
         if win + 1 < windows {
@@ -594,12 +618,7 @@ fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleave
     for t in table.iter_mut().flatten().chain(sel.iter_mut()) {
         wipe(t);
     }
-    for buf in bufs.iter_mut().chain([&mut md.m]) {
-        wipe(buf);
-    }
-    wipe(&mut idx);
-    wipe(core::slice::from_mut(&mut md.k0));
-    digits.zeroize();
+    wipe_call(&mut md, &mut bufs, &mut idx, &mut digits);
 }
 
 /// Limb `limb` of both numbers of the table's `entries`, kept in `sel` in the lanes whose

@@ -6,11 +6,12 @@
 //! leave a handler pointing nowhere. A library that loads once stays for the process.
 
 use super::abi::*;
+use crate::ffi::fork::ForkSafeMutex;
 use core::ffi::{c_char, c_void, CStr};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{LazyLock, Mutex, MutexGuard};
 use zeroize::Zeroizing;
 
 /// The entry points of a loaded UADK, called only through the methods below.
@@ -25,8 +26,9 @@ pub struct Uadk {
     do_async: wd_do_rsa_async_fn,
     poll: wd_rsa_poll_fn,
     /// Whether UADK is initialised; held while polling, so that polls are one at a time and
-    /// never overlap the uninit.
-    live: Mutex<bool>,
+    /// never overlap the uninit. Fork-safe: the poller may hold it at a fork, and a child's
+    /// UADK starts uninitialised (false) whatever the parent's was.
+    live: ForkSafeMutex<bool>,
     /// The crypto library as configured (for messages).
     pub crypto_lib: String,
     /// The library is kae's test simulator (it exports `kae_sim_version`), not UADK.
@@ -107,7 +109,7 @@ impl Uadk {
             do_sync: resolve!(h, lib, c"wd_do_rsa_sync", wd_do_rsa_sync_fn),
             do_async: resolve!(h, lib, c"wd_do_rsa_async", wd_do_rsa_async_fn),
             poll: resolve!(h, lib, c"wd_rsa_poll", wd_rsa_poll_fn),
-            live: Mutex::new(false),
+            live: ForkSafeMutex::new(false),
             crypto_lib: crypto_lib.to_owned(),
             simulator: symbol(h, c"kae_sim_version").is_some(),
         })
@@ -128,7 +130,8 @@ impl Uadk {
             cap: core::ptr::null_mut(),
         };
         let mut alg = *b"rsa\0";
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        LazyLock::force(&JOBS); // made here, before any poller or submitter runs
+        let mut live = self.live.lock();
         // SAFETY: UADK's init with a NUL-terminated algorithm name and a params struct (and its
         // one-element count array) that live for the call; UADK copies what it keeps.
         let rc = unsafe {
@@ -279,7 +282,7 @@ impl Uadk {
     /// `wd_rsa_poll`: runs the completions of up to `max` finished requests; the number run
     /// (0 when UADK is not initialised).
     pub fn poll(&self, max: u32) -> u32 {
-        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let live = self.live.lock();
         if !*live {
             return 0;
         }
@@ -298,7 +301,7 @@ impl Uadk {
     /// Nothing is submitted after, and no session of this initialisation is used or freed
     /// after (a poll after it runs nothing).
     pub unsafe fn uninit(&self) -> AbandonedJobs {
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = self.live.lock();
         // SAFETY: the caller's contract.
         unsafe { (self.uninit2)() };
         *live = false;
@@ -328,12 +331,14 @@ struct AsyncJob {
 }
 
 /// Jobs UADK holds, by the id passed as their `cb_param` (a number, never a pointer). One table
-/// per process, as UADK's initialisation is.
-static JOBS: Mutex<BTreeMap<usize, AsyncJob>> = Mutex::new(BTreeMap::new());
+/// per process, as UADK's initialisation is. Fork-safe: a child starts with an empty table
+/// (its parent's requests are not its own; their jobs are leaked there, never dropped).
+static JOBS: LazyLock<ForkSafeMutex<BTreeMap<usize, AsyncJob>>> =
+    LazyLock::new(ForkSafeMutex::default);
 static NEXT_JOB: AtomicUsize = AtomicUsize::new(1);
 
 fn jobs() -> MutexGuard<'static, BTreeMap<usize, AsyncJob>> {
-    JOBS.lock().unwrap_or_else(|e| e.into_inner())
+    JOBS.lock()
 }
 
 /// UADK's completion callback, on the polling thread, with the library's copy of the request:
@@ -382,6 +387,35 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("libwd-kae-test-missing.so.2"), "{e}");
+    }
+
+    /// A child forked while another thread held the job table (the poller completing a job,
+    /// a submitter adding one) takes it at once and finds it empty: its parent's requests are
+    /// not its own. The parent's table is untouched.
+    #[test]
+    fn a_child_takes_the_job_table_another_thread_held() {
+        let job = AsyncJob {
+            src: Zeroizing::new(vec![1u8; 4]),
+            dst: Zeroizing::new(vec![0u8; 4]),
+            done: Box::new(|_| {}),
+        };
+        jobs().insert(usize::MAX, job);
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let _table = jobs();
+            held_tx.send(()).unwrap();
+            let _ = release_rx.recv();
+        });
+        held_rx.recv().unwrap();
+        let child = crate::ffi::fork::run_in_child(
+            || jobs().is_empty(),
+            std::time::Duration::from_secs(10),
+        );
+        release_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert_eq!(child, Ok(0), "the child's table: free and empty");
+        assert!(jobs().remove(&usize::MAX).is_some(), "the parent's table");
     }
 
     #[test]

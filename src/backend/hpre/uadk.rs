@@ -299,7 +299,8 @@ impl Uadk {
     ///
     /// # Safety
     /// Nothing is submitted after, and no session of this initialisation is used or freed
-    /// after (a poll after it runs nothing).
+    /// after. No poll runs meanwhile (its completions may drop a key's last session, which
+    /// takes the session lifecycle lock the caller holds); a poll after it runs nothing.
     pub unsafe fn uninit(&self) -> AbandonedJobs {
         let mut live = self.live.lock();
         // SAFETY: the caller's contract.

@@ -32,7 +32,6 @@ use super::lanes::{select, Lanes, MASK52};
 
 #[cfg(target_arch = "x86_64")]
 mod ifma;
-use zeroize::Zeroize;
 
 /// Window width of the fixed-window exponentiation for `n` limbs: 4 bits (a table of 16
 /// powers) up to 20 limbs, 5 bits (32) above; each measured faster at its sizes on IFMA
@@ -166,19 +165,22 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
         *r = acc;
     }
 
-    /// r = a²/R mod m, below 2m, for a below 2m, normalised. Rows as in [`Self::mul`], but each
-    /// cross product a_i·a_j is taken once, doubled, in row min(i, j): row i multiplies a_i by
-    /// the limbs i.. of a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...), so a·a costs N(N+1) products
-    /// instead of 2N². The reduction and q are unchanged, hence the result is `mul(a, a)`'s,
-    /// bit for bit. Written out for N ≤ [`FUSED_MAX`] (the row's start is a constant
-    /// there); larger N take [`wide::sqr`].
+    /// r = a²/R mod m, below 2m, for a below 2m, normalised; the result is `mul(a, a)`'s, bit
+    /// for bit. Up to [`FUSED_MAX`] limbs the product comes from Karatsuba's identity (see
+    /// [`Self::sqr_then`]); larger N take [`wide::sqr`].
     #[inline(always)]
     fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
         self.sqr_then(a, r, |_| {})
     }
 
-    /// [`Self::sqr`], calling `after_row(i)` after each row i, so that other work is
+    /// [`Self::sqr`], calling `after_row(i)` after each reduction row i, so that other work is
     /// interleaved with the rows (under [`wide::sqr`], after the whole squaring).
+    ///
+    /// With a = lo + hi·B^h (h = N/2) and s = lo + hi: a² = lo² + (s² − lo² − hi²)·B^h +
+    /// hi²·B^N, three squarings of h limbs, 3h(h+1) products instead of N(N+1). Then the N
+    /// reduction rows of [`Self::mul`] over the 2N columns. The middle term subtracts, so the
+    /// columns are signed (below 2^59 in magnitude, and the rows add 2N terms below 2^52) and
+    /// carries shift arithmetically. q depends only on the value, hence the bit-exact result.
     #[inline(always)]
     fn sqr_then(&self, a: &[V; N], r: &mut [V; N], mut after_row: impl FnMut(usize)) {
         if N > FUSED_MAX {
@@ -188,29 +190,53 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             }
             return;
         }
+        const { assert!(N > FUSED_MAX || N % 2 == 0, "halves of equal length") };
         let m = &self.m;
-        let d = doubled(a);
+        let h = N / 2;
+        let mask = V::splat(MASK52);
+        // s = lo + hi as h limbs of 52 bits and a carry c of 0 or 1.
+        let mut s = [V::zero(); FUSED_MAX];
+        let mut c = V::zero();
+        unroll_short!(V: j in 0..h, {
+            let x = a[j].add(a[j + h]).add(c);
+            s[j] = x.and(mask);
+            c = x.shr::<52>();
+        });
+        let lo = square_columns::<V>(&a[..h]);
+        let hi = square_columns::<V>(&a[h..]);
+        let mid = square_columns::<V>(&s[..h]);
+        let mut t = [V::zero(); 2 * FUSED_MAX];
+        unroll_short!(V: k in 0..N, {
+            t[k] = t[k].add(lo[k]);
+            t[k + N] = t[k + N].add(hi[k]);
+            t[k + h] = t[k + h].add(mid[k].sub(lo[k]).sub(hi[k]));
+        });
+        // s² − (s mod B^h)² = 2c·(s mod B^h)·B^h + c·B^(2h), at offset h.
+        let c_mask = V::zero().sub(c);
+        unroll_short!(V: j in 0..h, {
+            let d = s[j].and(c_mask);
+            t[N + j] = t[N + j].add(d).add(d);
+        });
+        t[N + h] = t[N + h].add(c);
         let mut acc = [V::zero(); N];
+        unroll_short!(V: j in 0..N, {
+            acc[j] = t[j];
+        });
         unroll_short!(V: i in 0..N, {
-            let ai = a[i];
-            let t = |j: usize| square_row_limb(a, &d, i, j);
-            // One pass per row as in `mul`, the terms of q last (they wait for it).
-            let (q, carry) = self.q_and_carry(if i == 0 { acc[0].madd52lo(ai, ai) } else { acc[0] });
+            let q = V::zero().madd52lo(acc[0], self.k0);
+            let carry = acc[0].add(mask).sar::<52>();
             unroll_short!(V: j in 1..N, {
-                let mut v = acc[j];
-                if j >= i {
-                    v = v.madd52lo(t(j), ai);
-                }
-                if j > i {
-                    v = v.madd52hi(t(j - 1), ai);
-                }
-                acc[j - 1] = v.madd52lo(m[j], q).madd52hi(m[j - 1], q);
+                acc[j - 1] = acc[j].madd52lo(m[j], q).madd52hi(m[j - 1], q);
             });
-            acc[N - 1] = V::zero().madd52hi(t(N - 1), ai).madd52hi(m[N - 1], q);
+            acc[N - 1] = t[i + N].madd52hi(m[N - 1], q);
             acc[0] = acc[0].add(carry);
             after_row(i);
         });
-        normalize(&mut acc);
+        unroll_short!(V: j in 0..N - 1, {
+            let c = acc[j].sar::<52>();
+            acc[j] = acc[j].and(mask);
+            acc[j + 1] = acc[j + 1].add(c);
+        });
         *r = acc;
     }
 
@@ -307,32 +333,28 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     }
 }
 
-/// d = 2a, normalised; a < 2^(52N-1), so 2a needs no limb N.
+/// The 2·x.len() columns of x² (x at most FUSED_MAX/2 limbs): each cross product once,
+/// doubled, then the squares.
 #[inline(always)]
-fn doubled<V: Lanes, const N: usize>(a: &[V; N]) -> [V; N] {
-    let mask = V::splat(MASK52);
-    let mut d = [V::zero(); N];
-    unroll!(V: j in 0..N, {
-        d[j] = a[j].shl::<1>().and(mask);
-        if j > 0 {
-            d[j] = d[j].or(a[j - 1].shr::<51>());
-        }
+fn square_columns<V: Lanes>(x: &[V]) -> [V; 2 * FUSED_MAX] {
+    let n = x.len();
+    let mut c = [V::zero(); 2 * FUSED_MAX];
+    unroll_short!(V: i in 0..n, {
+        unroll_short!(V: j in 0..n, {
+            if j > i {
+                c[i + j] = c[i + j].madd52lo(x[i], x[j]);
+                c[i + j + 1] = c[i + j + 1].madd52hi(x[i], x[j]);
+            }
+        });
     });
-    d
-}
-
-/// Limb j (≥ i) of row i's multiplier in a squaring, a_i·B^i + 2·(a_(i+1)·B^(i+1) + ...):
-/// limb i is a_i, limb i+1 the low 52 bits of 2·a_(i+1) (no carry in from a_i), limbs above
-/// are those of `d` = [`doubled`]`(a)`.
-#[inline(always)]
-fn square_row_limb<V: Lanes, const N: usize>(a: &[V; N], d: &[V; N], i: usize, j: usize) -> V {
-    if j == i {
-        a[i]
-    } else if j == i + 1 {
-        a[j].shl::<1>().and(V::splat(MASK52))
-    } else {
-        d[j]
-    }
+    unroll_short!(V: k in 0..2 * n, {
+        c[k] = c[k].add(c[k]);
+    });
+    unroll_short!(V: i in 0..n, {
+        c[2 * i] = c[2 * i].madd52lo(x[i], x[i]);
+        c[2 * i + 1] = c[2 * i + 1].madd52hi(x[i], x[i]);
+    });
+    c
 }
 
 /// −m⁻¹ mod 2^52 for odd m (Newton's iteration; constant time).
@@ -441,10 +463,9 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
 
     // Windows from the top; the first takes the leftover bits (exp_bits mod window).
     let windows = exp_bits.div_ceil(window);
-    let mut digits = [0u64; 8];
     let mut idx = [V::zero()];
     for win in (0..windows).rev() {
-        idx[0] = window_value(exp, exp_bits, window, win, &mut digits);
+        idx[0] = window_value(exp, exp_bits, window, win);
         let idx = idx[0];
         if win + 1 < windows {
             for _ in 0..window {
@@ -476,24 +497,22 @@ fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
     for t in table.iter_mut() {
         wipe(t);
     }
-    wipe_call(&mut md, &mut bufs, &mut idx, &mut digits);
+    wipe_call(&mut md, &mut bufs, &mut idx);
 }
 
 /// Wipes what an exponentiation leaves besides its table: working numbers, the moduli (primes),
-/// their −m⁻¹, and the exponent's window values (digits of dp and dq).
+/// their −m⁻¹, and the exponent's last window value (digits of dp and dq).
 #[inline(always)]
 fn wipe_call<V: Lanes, const N: usize>(
     md: &mut Modulus<V, N>,
     bufs: &mut [[V; N]],
     idx: &mut [V; 1],
-    digits: &mut [u64; 8],
 ) {
     for buf in bufs.iter_mut().chain([&mut md.m]) {
         wipe(buf);
     }
     wipe(idx);
     wipe(core::slice::from_mut(&mut md.k0));
-    digits.zeroize();
 }
 
 /// The table's numbers (`num` of each entry): R mod m (one), then base·R mod m and its
@@ -518,21 +537,18 @@ fn powers<V: Lanes, const N: usize, T>(
 }
 
 /// Window `win`'s value in every lane (`window` bits from the bottom, fewer at the top where
-/// `exp_bits` ends); `digits` holds them as numbers (the caller wipes it).
+/// `exp_bits` ends), from the exponents' interleaved words by vector shifts: the word and the
+/// shift depend on the window's position only.
 #[inline(always)]
-fn window_value<V: Lanes>(
-    exp: &Interleaved,
-    exp_bits: usize,
-    window: usize,
-    win: usize,
-    digits: &mut [u64; 8],
-) -> V {
+fn window_value<V: Lanes>(exp: &Interleaved, exp_bits: usize, window: usize, win: usize) -> V {
     let lo = win * window;
     let width = window.min(exp_bits - lo);
-    for (lane, v) in digits.iter_mut().enumerate() {
-        *v = window_bits(exp, lane, lo, width);
+    let (word, shift) = (lo / 64, (lo % 64) as u32);
+    let mut v = V::from_array(exp[word]).shr_by(shift);
+    if shift as usize + width > 64 && word + 1 < exp.len() {
+        v = v.or(V::from_array(exp[word + 1]).shl_by(64 - shift));
     }
-    V::from_array(*digits)
+    v.and(V::splat((1u64 << width) - 1))
 }
 
 /// [`exp_n`] for N ≤ [`FUSED_MAX`], with cheaper multiplications and no scan of its own:
@@ -577,12 +593,10 @@ fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleave
 
     // Windows from the top; the first takes the leftover bits (exp_bits mod window).
     let windows = exp_bits.div_ceil(window);
-    let mut digits = [0u64; 8];
     let mut idx = [V::zero()];
     for win in (0..windows).rev() {
-        idx[0] = window_value(exp, exp_bits, window, win, &mut digits);
+        idx[0] = window_value(exp, exp_bits, window, win);
         let idx = idx[0];
-        *sel = [[V::zero(); N]; 2];
         if win + 1 < windows {
             for s in 0..window {
                 md.sqr_then(acc, tmp, |row| {
@@ -601,7 +615,8 @@ fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleave
         } else {
             // The top window is its entry. A loop over every limb of every entry, kept a loop:
             // written out, this code (run once) slowed the whole exponentiation by a fifth.
-            for k in 0..2 * table_len * N {
+            *sel = table[0];
+            for k in 2 * N..2 * table_len * N {
                 let (entry, half, limb) = (k / (2 * N), (k / N) % 2, k % N);
                 let i = V::splat(entry as u64);
                 sel[half][limb] = sel[half][limb].take_where_eq(idx, i, table[entry][half][limb]);
@@ -618,11 +633,13 @@ fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleave
     for t in table.iter_mut().flatten().chain(sel.iter_mut()) {
         wipe(t);
     }
-    wipe_call(&mut md, &mut bufs, &mut idx, &mut digits);
+    wipe_call(&mut md, &mut bufs, &mut idx);
 }
 
 /// Limb `limb` of both numbers of the table's `entries`, kept in `sel` in the lanes whose
-/// window value `idx` names the entry (masked moves: no address depends on `idx`).
+/// window value `idx` names the entry (masked moves: no address depends on `idx`). Entry 0
+/// is copied to every lane, so `sel` needs no clearing: the entries after it overwrite it
+/// where they match, and every lane's value names exactly one entry.
 #[inline(always)]
 fn scan_limb<V: Lanes, const N: usize>(
     table: &[[[V; N]; 2]],
@@ -632,6 +649,11 @@ fn scan_limb<V: Lanes, const N: usize>(
     limb: usize,
 ) {
     for e in entries {
+        if e == 0 {
+            sel[0][limb] = table[0][0][limb];
+            sel[1][limb] = table[0][1][limb];
+            continue;
+        }
         let i = V::splat(e as u64);
         for h in 0..2 {
             sel[h][limb] = sel[h][limb].take_where_eq(idx, i, table[e][h][limb]);
@@ -856,6 +878,57 @@ mod tests {
         }
     }
 
+    /// The Karatsuba squaring against `mul(a, a)` (bit for bit, each lane its own number) and
+    /// num-bigint, with the halves' sum carrying out (lo = B^h − 1) and not, at 2m − 1 and 0.
+    fn squaring_is_the_product<const N: usize>() {
+        let r = BigUint::from(1u8) << (52 * N);
+        let bh = BigUint::from(1u8) << (26 * N);
+        let top = BigUint::from(1u8) << (52 * N - 2);
+        for m in [
+            &top - 1u8,
+            (&top >> 1) + 0x1234_5677u32,
+            (&top / 3u8) | BigUint::from(1u8),
+        ] {
+            let m_limbs = limbs::<N>(&m);
+            let md = Modulus {
+                m: m_limbs,
+                k0: Portable([neg_inv52(m_limbs[0].0[0]); 8]),
+            };
+            let r_inv = r.modinv(&m).unwrap();
+            let lanes = [
+                &m * 2u8 - 1u8,
+                &bh - 1u8 + &bh * 5u8,
+                &bh * (&m / &bh) - 1u8,
+                &m - 1u8,
+                (&m * 3u8) >> 1,
+                &m / 7u8 + &bh - 1u8,
+                BigUint::from(3u8),
+                BigUint::ZERO,
+            ];
+            let mut a = [Portable([0; 8]); N];
+            for (lane, v) in lanes.iter().enumerate() {
+                for (j, l) in limbs::<N>(v).iter().enumerate() {
+                    a[j].0[lane] = l.0[0];
+                }
+            }
+            let (mut sq, mut prod) = ([Portable([0; 8]); N], [Portable([0; 8]); N]);
+            md.sqr(&a, &mut sq);
+            md.mul(&a, &a, &mut prod);
+            assert_eq!(sq, prod, "N = {N}: sqr(a) is mul(a, a)");
+            for (lane, v) in lanes.iter().enumerate() {
+                let got = value(&sq, lane);
+                assert_eq!(&got % &m, v * v * &r_inv % &m, "N = {N}, lane {lane}");
+                assert!(got < &m * 2u8, "N = {N}, lane {lane}: below 2m");
+            }
+        }
+    }
+
+    #[test]
+    fn squarings_are_products_bit_for_bit() {
+        squaring_is_the_product::<10>();
+        squaring_is_the_product::<20>();
+    }
+
     #[test]
     fn neg_inv52_inverts_odd_numbers() {
         for m0 in [
@@ -867,6 +940,36 @@ mod tests {
         ] {
             let k0 = neg_inv52(m0);
             assert_eq!(m0.wrapping_mul(k0).wrapping_add(1) & MASK52, 0, "{m0:#x}");
+        }
+    }
+
+    /// The vector window values against `window_bits`, lane by lane: every window of
+    /// exponents whose length is not a multiple of the width, so windows cross words and the
+    /// top one is short.
+    #[test]
+    fn window_values_are_each_lanes_bits() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let exp: Vec<[u64; 8]> = (0..5)
+            .map(|_| {
+                core::array::from_fn(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x
+                })
+            })
+            .collect();
+        for window in [4, 5] {
+            for exp_bits in [318usize, 320, 257] {
+                for win in 0..exp_bits.div_ceil(window) {
+                    let got = window_value::<Portable>(&exp, exp_bits, window, win).0;
+                    let width = window.min(exp_bits - win * window);
+                    for (lane, g) in got.iter().enumerate() {
+                        let want = window_bits(&exp, lane, win * window, width);
+                        assert_eq!(*g, want, "width {window}, {exp_bits} bits, window {win}");
+                    }
+                }
+            }
         }
     }
 

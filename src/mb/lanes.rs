@@ -31,6 +31,12 @@ pub trait Lanes: Copy {
     fn andnot(self, o: Self) -> Self;
     /// Logical right shift by a public count.
     fn shr<const N: u32>(self) -> Self;
+    /// Logical right shift by a public count below 64 known only at run time.
+    fn shr_by(self, n: u32) -> Self;
+    /// Left shift by a public count below 64 known only at run time.
+    fn shl_by(self, n: u32) -> Self;
+    /// Arithmetic right shift (lanes as signed numbers) by a public count.
+    fn sar<const N: u32>(self) -> Self;
     /// Left shift by a public count.
     fn shl<const N: u32>(self) -> Self;
     /// `self + low52(b[51:0] · c[51:0])`: IFMA's `vpmadd52luq`.
@@ -124,6 +130,18 @@ impl Lanes for Portable {
     #[inline(always)]
     fn shr<const N: u32>(self) -> Self {
         self.map2(self, |a, _| a >> N)
+    }
+    #[inline(always)]
+    fn sar<const N: u32>(self) -> Self {
+        self.map2(self, |a, _| ((a as i64) >> N) as u64)
+    }
+    #[inline(always)]
+    fn shr_by(self, n: u32) -> Self {
+        self.map2(self, |a, _| a >> n)
+    }
+    #[inline(always)]
+    fn shl_by(self, n: u32) -> Self {
+        self.map2(self, |a, _| a << n)
     }
     #[inline(always)]
     fn shl<const N: u32>(self) -> Self {

@@ -61,6 +61,18 @@ impl Lanes for Ifma {
         Ifma(unsafe { _mm512_srli_epi64::<N>(self.0) })
     }
     #[inline(always)]
+    fn shr_by(self, n: u32) -> Self {
+        Ifma(unsafe { _mm512_srl_epi64(self.0, _mm_set_epi64x(0, i64::from(n))) })
+    }
+    #[inline(always)]
+    fn shl_by(self, n: u32) -> Self {
+        Ifma(unsafe { _mm512_sll_epi64(self.0, _mm_set_epi64x(0, i64::from(n))) })
+    }
+    #[inline(always)]
+    fn sar<const N: u32>(self) -> Self {
+        Ifma(unsafe { _mm512_srai_epi64::<N>(self.0) })
+    }
+    #[inline(always)]
     fn shl<const N: u32>(self) -> Self {
         Ifma(unsafe { _mm512_slli_epi64::<N>(self.0) })
     }

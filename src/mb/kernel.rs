@@ -110,6 +110,59 @@ fn normalize<V: Lanes>(t: &mut [V]) {
     }
 }
 
+/// [`normalize`] for limbs that may be negative (two's complement): arithmetic carries. The
+/// number must be non-negative; then so is the last limb.
+#[inline(always)]
+fn normalize_signed<V: Lanes>(t: &mut [V]) {
+    let mask = V::splat(MASK52);
+    for j in 0..t.len() - 1 {
+        let c = t[j].sar::<52>();
+        t[j] = t[j].and(mask);
+        t[j + 1] = t[j + 1].add(c);
+    }
+}
+
+/// The 2N columns of a² (N even, at most 2·[`FUSED_MAX`]) by Karatsuba's identity: with
+/// a = lo + hi·B^h (h = N/2) and s = lo + hi, a² = lo² + (s² − lo² − hi²)·B^h + hi²·B^N,
+/// three squarings of h limbs, 3h(h+1) products instead of N(N+1). The middle term subtracts,
+/// so columns are signed, below 2^59 in magnitude (for a below 2^(52N)).
+#[inline(always)]
+fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N]) -> [V; 4 * FUSED_MAX] {
+    const {
+        assert!(
+            N % 2 == 0 && N <= 2 * FUSED_MAX,
+            "halves of at most FUSED_MAX limbs"
+        )
+    };
+    let h = N / 2;
+    let mask = V::splat(MASK52);
+    // s = lo + hi as h limbs of 52 bits and a carry c of 0 or 1.
+    let mut s = [V::zero(); FUSED_MAX];
+    let mut c = V::zero();
+    unroll_short!(V: j in 0..h, {
+        let x = a[j].add(a[j + h]).add(c);
+        s[j] = x.and(mask);
+        c = x.shr::<52>();
+    });
+    let lo = square_columns::<V>(&a[..h]);
+    let hi = square_columns::<V>(&a[h..]);
+    let mid = square_columns::<V>(&s[..h]);
+    let mut t = [V::zero(); 4 * FUSED_MAX];
+    unroll!(V: k in 0..N, {
+        t[k] = t[k].add(lo[k]);
+        t[k + N] = t[k + N].add(hi[k]);
+        t[k + h] = t[k + h].add(mid[k].sub(lo[k]).sub(hi[k]));
+    });
+    // s² − (s mod B^h)² = 2c·(s mod B^h)·B^h + c·B^(2h), at offset h.
+    let c_mask = V::zero().sub(c);
+    unroll_short!(V: j in 0..h, {
+        let d = s[j].and(c_mask);
+        t[N + j] = t[N + j].add(d).add(d);
+    });
+    t[N + h] = t[N + h].add(c);
+    t
+}
+
 /// The modulus of each lane, ready for almost-Montgomery arithmetic.
 pub(crate) struct Modulus<V: Lanes, const N: usize> {
     m: [V; N],
@@ -125,6 +178,13 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     fn q_and_carry(&self, low: V) -> (V, V) {
         let q = V::zero().madd52lo(low, self.k0);
         (q, low.add(V::splat(MASK52)).shr::<52>())
+    }
+
+    /// [`Self::q_and_carry`] for a limb that may be negative (|low| < 2^60).
+    #[inline(always)]
+    fn q_and_carry_signed(&self, low: V) -> (V, V) {
+        let q = V::zero().madd52lo(low, self.k0);
+        (q, low.add(V::splat(MASK52)).sar::<52>())
     }
 
     /// r = a·b/R mod m, below 2m, for a, b below 2m (or a < R and b < m): [`Self::fused_mul`]
@@ -174,13 +234,9 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     }
 
     /// [`Self::sqr`], calling `after_row(i)` after each reduction row i, so that other work is
-    /// interleaved with the rows (under [`wide::sqr`], after the whole squaring).
-    ///
-    /// With a = lo + hi·B^h (h = N/2) and s = lo + hi: a² = lo² + (s² − lo² − hi²)·B^h +
-    /// hi²·B^N, three squarings of h limbs, 3h(h+1) products instead of N(N+1). Then the N
-    /// reduction rows of [`Self::mul`] over the 2N columns. The middle term subtracts, so the
-    /// columns are signed (below 2^59 in magnitude, and the rows add 2N terms below 2^52) and
-    /// carries shift arithmetically. q depends only on the value, hence the bit-exact result.
+    /// interleaved with the rows (under [`wide::sqr`], after the whole squaring). The columns
+    /// come from [`karatsuba_square`], then the N reduction rows of [`Self::mul`]; q depends
+    /// only on the value, hence the bit-exact result.
     #[inline(always)]
     fn sqr_then(&self, a: &[V; N], r: &mut [V; N], mut after_row: impl FnMut(usize)) {
         if N > FUSED_MAX {
@@ -190,41 +246,14 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             }
             return;
         }
-        const { assert!(N > FUSED_MAX || N % 2 == 0, "halves of equal length") };
         let m = &self.m;
-        let h = N / 2;
-        let mask = V::splat(MASK52);
-        // s = lo + hi as h limbs of 52 bits and a carry c of 0 or 1.
-        let mut s = [V::zero(); FUSED_MAX];
-        let mut c = V::zero();
-        unroll_short!(V: j in 0..h, {
-            let x = a[j].add(a[j + h]).add(c);
-            s[j] = x.and(mask);
-            c = x.shr::<52>();
-        });
-        let lo = square_columns::<V>(&a[..h]);
-        let hi = square_columns::<V>(&a[h..]);
-        let mid = square_columns::<V>(&s[..h]);
-        let mut t = [V::zero(); 2 * FUSED_MAX];
-        unroll_short!(V: k in 0..N, {
-            t[k] = t[k].add(lo[k]);
-            t[k + N] = t[k + N].add(hi[k]);
-            t[k + h] = t[k + h].add(mid[k].sub(lo[k]).sub(hi[k]));
-        });
-        // s² − (s mod B^h)² = 2c·(s mod B^h)·B^h + c·B^(2h), at offset h.
-        let c_mask = V::zero().sub(c);
-        unroll_short!(V: j in 0..h, {
-            let d = s[j].and(c_mask);
-            t[N + j] = t[N + j].add(d).add(d);
-        });
-        t[N + h] = t[N + h].add(c);
+        let t = karatsuba_square(a);
         let mut acc = [V::zero(); N];
         unroll_short!(V: j in 0..N, {
             acc[j] = t[j];
         });
         unroll_short!(V: i in 0..N, {
-            let q = V::zero().madd52lo(acc[0], self.k0);
-            let carry = acc[0].add(mask).sar::<52>();
+            let (q, carry) = self.q_and_carry_signed(acc[0]);
             unroll_short!(V: j in 1..N, {
                 acc[j - 1] = acc[j].madd52lo(m[j], q).madd52hi(m[j - 1], q);
             });
@@ -232,11 +261,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             acc[0] = acc[0].add(carry);
             after_row(i);
         });
-        unroll_short!(V: j in 0..N - 1, {
-            let c = acc[j].sar::<52>();
-            acc[j] = acc[j].and(mask);
-            acc[j + 1] = acc[j + 1].add(c);
-        });
+        normalize_signed(&mut acc);
         *r = acc;
     }
 
@@ -333,7 +358,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     }
 }
 
-/// The 2·x.len() columns of x² (x at most FUSED_MAX/2 limbs): each cross product once,
+/// The 2·x.len() columns of x² (x at most [`FUSED_MAX`] limbs): each cross product once,
 /// doubled, then the squares.
 #[inline(always)]
 fn square_columns<V: Lanes>(x: &[V]) -> [V; 2 * FUSED_MAX] {
@@ -347,7 +372,7 @@ fn square_columns<V: Lanes>(x: &[V]) -> [V; 2 * FUSED_MAX] {
             }
         });
     });
-    unroll_short!(V: k in 0..2 * n, {
+    unroll!(V: k in 0..2 * n, {
         c[k] = c[k].add(c[k]);
     });
     unroll_short!(V: i in 0..n, {
@@ -927,6 +952,8 @@ mod tests {
     fn squarings_are_products_bit_for_bit() {
         squaring_is_the_product::<10>();
         squaring_is_the_product::<20>();
+        squaring_is_the_product::<30>();
+        squaring_is_the_product::<40>();
     }
 
     #[test]

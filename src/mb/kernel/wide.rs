@@ -3,17 +3,19 @@
 //!
 //! The fused rows of `Modulus::fused_mul` keep N accumulators live; beyond about 24 the
 //! compiler spills them in every row, and a written-out squaring spills more. Here a product
-//! is two sweeps over a buffer of 2N columns, each in blocks of `R` rows: the product (a·b, or
-//! a² with each cross product once, then doubled), then the reduction (q·m, the q of a
-//! block's rows found in its first `R` columns). A block holds its `R` multipliers (b_i, a_i
-//! or q_i) in registers and passes over the columns once, each column loaded, given its `2R`
-//! terms in four short chains, and stored: the registers never hold more than a block.
+//! is two sweeps over a buffer of 2N columns: the product (a·b in blocks of `R` rows; a² from
+//! `karatsuba_square`, three squarings of N/2 limbs), then the reduction in blocks of `R`
+//! rows (q·m, the q of a block's rows found in its first `R` columns). A block holds its `R`
+//! multipliers (b_i or q_i) in registers and passes over the columns once, each column
+//! loaded, given its `2R` terms in four short chains, and stored: the registers never hold
+//! more than a block.
 //!
 //! The result is the almost-Montgomery product of `Modulus::mul`, bit for bit: q = −t·m⁻¹ mod
 //! R and (t + q·m)/R do not depend on the order in which the terms are added.
 //!
-//! Bounds: a column takes at most 2N + 1 product terms (a square's cross products counted
-//! twice) and 2N reduction terms below 2^52, plus a carry below 2^12: under 2^60 for N ≤ 40.
+//! Bounds: a product's column takes at most 2N terms below 2^52 (a square's columns are
+//! signed, below 2^59 in magnitude), the reduction 2N more and a carry below 2^12: under
+//! 2^60 in magnitude for N ≤ 40.
 //!
 //! Constant time: every loop bound and index depends on N, R and the block (public).
 
@@ -22,7 +24,7 @@
 // bodies that never run.
 #![allow(arithmetic_overflow)]
 
-use super::{normalize, Modulus};
+use super::{karatsuba_square, normalize_signed, Modulus};
 use crate::mb::lanes::Lanes;
 
 /// `$col += Σ_k lo(x_k·y) + hi(x_k·z)` over the rows k of a block (`$k` in 0..R) for which
@@ -87,66 +89,16 @@ fn mul_columns<V: Lanes, const N: usize, const R: usize>(
     }
 }
 
-/// a²/R mod m, below 2m, for a below 2m (as `Modulus::sqr`), in blocks of `R` rows.
+/// a²/R mod m, below 2m, for a below 2m (as `Modulus::sqr`): the columns from
+/// [`karatsuba_square`], reduced in blocks of `R` rows.
 #[inline(always)]
 pub(super) fn sqr<V: Lanes, const N: usize, const R: usize>(
     md: &Modulus<V, N>,
     a: &[V; N],
     r: &mut [V; N],
 ) {
-    let mut t = [V::zero(); COLS];
-    sqr_columns::<V, N, R>(a, &mut t);
+    let mut t = karatsuba_square(a);
     reduce::<V, N, R>(md, &mut t, r);
-}
-
-/// t += a² in columns: the cross products a_i·a_j (i < j) once, then every column doubled,
-/// then the squares a_i².
-///
-/// Row i multiplies a_i by the limbs j > i, so the block of rows i0.. starts at column 2·i0.
-/// Within a block, column 2·i0 + s takes from row k the limb j = s + i0 − k (low half) and
-/// j − 1 (high half): present when j > i0 + k and j < N. Every block but the last has the
-/// three parts of [`mul_columns`]; in the last (i0 = N − R) the upper bound cuts into the
-/// first 2R columns too.
-#[inline(always)]
-fn sqr_columns<V: Lanes, const N: usize, const R: usize>(a: &[V; N], t: &mut [V; COLS]) {
-    for blk in 0..N / R - 1 {
-        let i0 = blk * R;
-        let x: [V; R] = core::array::from_fn(|k| a[i0 + k]);
-        sqr_first_columns::<V, N, R>(a, &x, i0, false, t);
-        // Then every row has its limb, up to column i0 + N ...
-        for s in 2 * R..N - i0 {
-            let j = s + i0;
-            add_terms!(V, R, t[2 * i0 + s], x, k, lo if true => a[j - k], hi if true => a[j - k - 1]);
-        }
-        // ... and the last R columns have the rows whose limb j stays below N.
-        add_top_columns::<V, N, R>(t, i0, &x, a);
-    }
-    let i0 = N - R;
-    let x: [V; R] = core::array::from_fn(|k| a[i0 + k]);
-    sqr_first_columns::<V, N, R>(a, &x, i0, true, t);
-    for i in 0..N {
-        t[2 * i] = t[2 * i].shl::<1>().madd52lo(a[i], a[i]);
-        t[2 * i + 1] = t[2 * i + 1].shl::<1>().madd52hi(a[i], a[i]);
-    }
-}
-
-/// The first 2R columns of [`sqr_columns`]' block i0 (x: its a_i): j > i, i.e. s > 2k (low
-/// half) and s > 2k + 1 (high half); in the `last` block also j < N: s < R + k (low), s ≤ R + k
-/// (high).
-#[inline(always)]
-fn sqr_first_columns<V: Lanes, const N: usize, const R: usize>(
-    a: &[V; N],
-    x: &[V; R],
-    i0: usize,
-    last: bool,
-    t: &mut [V; COLS],
-) {
-    unroll_short!(V: s in 0..(2 * R), {
-        let j = i0 + s;
-        add_terms!(V, R, t[2 * i0 + s], x, k,
-            lo if s > 2 * k && (!last || s < R + k) => a[j - k],
-            hi if s > 2 * k + 1 && (!last || s <= R + k) => a[j - k - 1]);
-    });
 }
 
 /// Columns i0 + c for c in `from..N` of a block of rows i0.. multiplying `y`, where every
@@ -179,7 +131,8 @@ fn add_top_columns<V: Lanes, const N: usize, const R: usize>(
     });
 }
 
-/// r = (t + q·m)/R with q = −t·m⁻¹ mod R, from the 2N columns of a product `t`.
+/// r = (t + q·m)/R with q = −t·m⁻¹ mod R, from the 2N columns of a product `t` (signed
+/// columns allowed: carries shift arithmetically).
 ///
 /// A block of rows i0..i0+R: in columns i0 + c (c < R) each q_c follows from its column once
 /// the earlier rows of the block have added theirs (`Modulus::q_and_carry`), a chain of R
@@ -210,7 +163,7 @@ fn reduce<V: Lanes, const N: usize, const R: usize>(
         q = next;
     }
     t[N] = t[N].add(carry);
-    normalize(&mut t[N..2 * N]);
+    normalize_signed(&mut t[N..2 * N]);
     r.copy_from_slice(&t[N..2 * N]);
 }
 
@@ -228,7 +181,7 @@ fn block_q<V: Lanes, const N: usize, const R: usize>(
     unroll_short!(V: c in 0..R, {
         let mut col = t[i0 + c].add(*carry);
         add_terms!(V, R, col, q, k, lo if k < c => m[c - k], hi if k < c => m[c - k - 1]);
-        let (qc, up) = md.q_and_carry(col);
+        let (qc, up) = md.q_and_carry_signed(col);
         q[c] = qc;
         *carry = up;
     });

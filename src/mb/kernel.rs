@@ -99,21 +99,11 @@ fn wipe<V: Lanes>(v: &mut [V]) {
     core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
 }
 
-/// Carry-propagates `t` so every limb but the last is below 2^52.
+/// Carry-propagates `t` so every limb but the last is below 2^52. Limbs may be negative (two's
+/// complement, as a square's columns are): the carries shift arithmetically. The number must
+/// be non-negative; then so is the last limb.
 #[inline(always)]
 fn normalize<V: Lanes>(t: &mut [V]) {
-    let mask = V::splat(MASK52);
-    for j in 0..t.len() - 1 {
-        let c = t[j].shr::<52>();
-        t[j] = t[j].and(mask);
-        t[j + 1] = t[j + 1].add(c);
-    }
-}
-
-/// [`normalize`] for limbs that may be negative (two's complement): arithmetic carries. The
-/// number must be non-negative; then so is the last limb.
-#[inline(always)]
-fn normalize_signed<V: Lanes>(t: &mut [V]) {
     let mask = V::splat(MASK52);
     for j in 0..t.len() - 1 {
         let c = t[j].sar::<52>();
@@ -173,16 +163,10 @@ pub(crate) struct Modulus<V: Lanes, const N: usize> {
 impl<V: Lanes, const N: usize> Modulus<V, N> {
     /// q making the row's low limb `low` vanish, and the carry out of that limb. The limb
     /// low + lo52(m_0·q) is a multiple of 2^52 by the choice of q, so its carry is
-    /// ⌈low / 2^52⌉ (low < 2^60): an add and a shift instead of a third multiply-add.
+    /// ⌈low / 2^52⌉ (|low| < 2^60, negative in a square's signed columns: an arithmetic
+    /// shift): an add and a shift instead of a third multiply-add.
     #[inline(always)]
     fn q_and_carry(&self, low: V) -> (V, V) {
-        let q = V::zero().madd52lo(low, self.k0);
-        (q, low.add(V::splat(MASK52)).shr::<52>())
-    }
-
-    /// [`Self::q_and_carry`] for a limb that may be negative (|low| < 2^60).
-    #[inline(always)]
-    fn q_and_carry_signed(&self, low: V) -> (V, V) {
         let q = V::zero().madd52lo(low, self.k0);
         (q, low.add(V::splat(MASK52)).sar::<52>())
     }
@@ -253,7 +237,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             acc[j] = t[j];
         });
         unroll_short!(V: i in 0..N, {
-            let (q, carry) = self.q_and_carry_signed(acc[0]);
+            let (q, carry) = self.q_and_carry(acc[0]);
             unroll_short!(V: j in 1..N, {
                 acc[j - 1] = acc[j].madd52lo(m[j], q).madd52hi(m[j - 1], q);
             });
@@ -261,7 +245,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             acc[0] = acc[0].add(carry);
             after_row(i);
         });
-        normalize_signed(&mut acc);
+        normalize(&mut acc);
         *r = acc;
     }
 

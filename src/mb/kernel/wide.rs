@@ -24,7 +24,7 @@
 // bodies that never run.
 #![allow(arithmetic_overflow)]
 
-use super::{karatsuba_square, normalize_signed, Modulus};
+use super::{karatsuba_square, normalize, Modulus};
 use crate::mb::lanes::Lanes;
 
 /// `$col += Σ_k lo(x_k·y) + hi(x_k·z)` over the rows k of a block (`$k` in 0..R) for which
@@ -163,7 +163,7 @@ fn reduce<V: Lanes, const N: usize, const R: usize>(
         q = next;
     }
     t[N] = t[N].add(carry);
-    normalize_signed(&mut t[N..2 * N]);
+    normalize(&mut t[N..2 * N]);
     r.copy_from_slice(&t[N..2 * N]);
 }
 
@@ -181,7 +181,7 @@ fn block_q<V: Lanes, const N: usize, const R: usize>(
     unroll_short!(V: c in 0..R, {
         let mut col = t[i0 + c].add(*carry);
         add_terms!(V, R, col, q, k, lo if k < c => m[c - k], hi if k < c => m[c - k - 1]);
-        let (qc, up) = md.q_and_carry_signed(col);
+        let (qc, up) = md.q_and_carry(col);
         q[c] = qc;
         *carry = up;
     });

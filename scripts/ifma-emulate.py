@@ -34,7 +34,8 @@ REX, VEX/EVEX, opcode map and ModRM) and classed: vpmadd52luq/vpmadd52huq (EVEX 
 vector ones those with a memory operand (ModRM.mod != 3), split into stores and loads
 (memory sources of arithmetic included). Printed: the totals, instructions per vpmadd52, the
 instructions per function, and the memcpy/memset calls and bytes. The PASS/FAIL decision does
-not depend on it.
+not depend on it. --mix N adds the N most executed mnemonics (objdump -d of each binary, by
+address), so two kernels can be compared by what they execute, not only how much.
 
 --peer EXE (ifma-emulate.sh --peer-crypto-mb): a yardstick, Intel crypto_mb's 8-lane modular
 exponentiation run on the same case inputs in the same emulator. EXE is scripts/crypto_mb_entry.c
@@ -437,6 +438,7 @@ class Emulator:
         self.import_calls = {}
         self.import_bytes = {}  # memcpy/memmove/memset: bytes (for --count)
         self.counts = None  # while counting: {address: times executed}
+        self.mix = 0  # --mix: how many mnemonics print_count lists
         self.decoded = {}  # address -> (kind, memory, function), for --count
         self.xcr0 = 0xE7  # x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
         self.fs_base = self._setup_tls()
@@ -811,6 +813,27 @@ def controls(emu, cases_dir, cases, lanes):
           f"{caught} (both as they must)")
 
 
+def instruction_mix(emu, counts):
+    """--mix: the executed instructions by mnemonic, from `objdump -d` of each image (run
+    once per image and cached); "mem" marks a memory operand, "{k}" an opmask."""
+    mix = collections.Counter()
+    for rip, k in counts.items():
+        img = emu._image_of(rip)
+        table = getattr(img, "mnemonics", None)
+        if table is None:
+            table = img.mnemonics = {}
+            out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-M", "intel", img.path],
+                                 capture_output=True, text=True, check=True).stdout
+            for line in out.splitlines():
+                m = re.match(r"\s+([0-9a-f]+):\s+(\S+)\s*(.*)", line)
+                if m:
+                    ops = m.group(3)
+                    table[int(m.group(1), 16)] = (m.group(2) + (" mem" if "PTR" in ops else "")
+                                                  + (" {k}" if "{k" in ops else ""))
+        mix[table.get(rip - img.base, "?")] += k
+    return mix
+
+
 def print_count(emu, counts, label="count", imports=None):
     """The --count lines of a case (label: "count" for kae's call, "crypto_mb count" for the
     peer's; imports: (calls, bytes) of the counted call, default the emulator's). Returns the
@@ -830,6 +853,10 @@ def print_count(emu, counts, label="count", imports=None):
     print(f"{cont}vector {tot['vector']} ({pct(tot['vector'])}), with a memory operand "
           f"{tot['load'] + tot['store']} ({pct(tot['load'] + tot['store'])}: "
           f"{tot['load']} loads, {tot['store']} stores)")
+    if emu.mix:
+        mix = instruction_mix(emu, counts)
+        print(f"{cont}mix (objdump's mnemonics; mem: a memory operand, {{k}}: masked): " + ", ".join(
+            f"{name} {k} ({pct(k)})" for name, k in mix.most_common(emu.mix)))
     funcs = sorted(by_func.items(), key=lambda kv: -kv[1])
     print(f"{cont}by function: " + ", ".join(f"{f} {k}" for f, k in funcs[:6])
           + (f", {len(funcs) - 6} more" if len(funcs) > 6 else ""))
@@ -1020,6 +1047,14 @@ cases: random-512 random-1024 random-1536 random-2048 e65537-512 e65537-2048 edg
         "random-1024 ~11 s, random-2048 ~70 s; PASS/FAIL as without it)",
     )
     ap.add_argument(
+        "--mix",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --count: also the N most executed mnemonics and their counts (from "
+        "objdump -d of the binaries; mem: a memory operand, {k}: masked)",
+    )
+    ap.add_argument(
         "--peer",
         metavar="EXE",
         help="also run Intel crypto_mb's mbx_expNNNN_mb8 on each case's inputs: EXE is "
@@ -1047,6 +1082,7 @@ cases: random-512 random-1024 random-1536 random-2048 e65537-512 e65537-2048 edg
 
     try:
         emu = Emulator(args.bin, args.trace_imports, args.peer)
+        emu.mix = args.mix
         self_test(emu)
     except EmuError as e:
         print(f"ifma-emulate.py: FAIL: setting up the emulator: {e}")

@@ -15,7 +15,7 @@
 # IFMA the cases also run natively. Installs bochscpu-python and pyelftools with pip when
 # missing. About 15 s after the build.
 #
-# usage: scripts/ifma-emulate.sh [--seed N] [--only CASE]... [--keep] [--count] [--bin PATH]
+# usage: scripts/ifma-emulate.sh [--seed N] [--only CASE]... [--keep] [--count [--mix N]] [--bin PATH]
 #                                [--peer-crypto-mb [DIR]]
 #   --seed N      random inputs from seed N (default: a fixed seed)
 #   --only CASE   run only CASE (repeatable): random-512 random-1024 random-1536
@@ -26,6 +26,8 @@
 #                 them, vpmadd52luq/huq, instructions per vpmadd52, vector ones, those with a
 #                 memory operand (loads, stores), by function. 10-15x slower: random-512
 #                 ~2 s, random-1024 ~11 s, random-2048 ~70 s. PASS/FAIL as without it.
+#   --mix N       with --count: also the N most executed mnemonics (objdump -d; "mem": a
+#                 memory operand, "{k}": masked), kae's and crypto_mb's
 #   --bin PATH    run this ifma_emulate binary (another tree's build, say) instead of building
 #                 this tree's; it also writes the cases
 #   --peer-crypto-mb [DIR]
@@ -63,6 +65,7 @@ SEED=
 KEEP=0
 ONLY=()
 COUNT=()
+MIX=()
 BIN=
 PEER=
 PEER_DIR=
@@ -81,6 +84,11 @@ while (($#)); do
             ;;
         --keep) KEEP=1; shift ;;
         --count) COUNT=(--count); shift ;;
+        --mix)
+            [[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] || { echo "ifma-emulate.sh: --mix needs a number" >&2; exit 2; }
+            MIX=(--mix "$2")
+            shift 2
+            ;;
         --bin)
             [[ $# -ge 2 ]] || { echo "ifma-emulate.sh: --bin needs a path" >&2; exit 2; }
             BIN=$(realpath -- "$2") || exit 2
@@ -151,6 +159,6 @@ if grep -qw avx512ifma /proc/cpuinfo 2>/dev/null && grep -qw avx512f /proc/cpuin
 fi
 start=$SECONDS
 "$PYTHON" "$ROOT/scripts/ifma-emulate.py" --bin "$BIN" --cases "$WORK" "${ONLY[@]}" "${COUNT[@]}" \
-    "${PEER_ARGS[@]}" || rc=1
+    "${MIX[@]}" "${PEER_ARGS[@]}" || rc=1
 echo "ifma-emulate.sh: emulation took $((SECONDS - start))s: $( ((rc == 0)) && echo PASS || echo FAIL)"
 exit "$rc"

@@ -115,7 +115,8 @@ fn normalize<V: Lanes>(t: &mut [V]) {
 /// The 2N columns of a² (N even, at most 2·[`FUSED_MAX`]) by Karatsuba's identity: with
 /// a = lo + hi·B^h (h = N/2) and s = lo + hi, a² = lo² + (s² − lo² − hi²)·B^h + hi²·B^N,
 /// three squarings of h limbs, 3h(h+1) products instead of N(N+1). The middle term subtracts,
-/// so columns are signed, below 2^59 in magnitude (for a below 2^(52N)).
+/// so columns are signed: a half-square's column is below (4h + 1)·2^52, so |t_k| < 3·that,
+/// under 2^59 at N = 20 and 2^60 at N = 40 (for a below 2^(52N)).
 #[inline(always)]
 fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N]) -> [V; 4 * FUSED_MAX] {
     const {
@@ -163,7 +164,7 @@ pub(crate) struct Modulus<V: Lanes, const N: usize> {
 impl<V: Lanes, const N: usize> Modulus<V, N> {
     /// q making the row's low limb `low` vanish, and the carry out of that limb. The limb
     /// low + lo52(m_0·q) is a multiple of 2^52 by the choice of q, so its carry is
-    /// ⌈low / 2^52⌉ (|low| < 2^60, negative in a square's signed columns: an arithmetic
+    /// ⌈low / 2^52⌉ (|low| < 2^61, negative in a square's signed columns: an arithmetic
     /// shift): an add and a shift instead of a third multiply-add.
     #[inline(always)]
     fn q_and_carry(&self, low: V) -> (V, V) {

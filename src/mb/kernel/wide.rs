@@ -14,8 +14,8 @@
 //! R and (t + q·m)/R do not depend on the order in which the terms are added.
 //!
 //! Bounds: a product's column takes at most 2N terms below 2^52 (a square's columns are
-//! signed, below 2^59 in magnitude), the reduction 2N more and a carry below 2^12: under
-//! 2^60 in magnitude for N ≤ 40.
+//! signed, below 2^60 in magnitude), the reduction 2N more and a carry below 2^12: under
+//! 2^61 in magnitude for N ≤ 40.
 //!
 //! Constant time: every loop bound and index depends on N, R and the block (public).
 

@@ -118,10 +118,10 @@ fn normalize<V: Lanes>(t: &mut [V]) {
 /// so columns are signed: a half-square's column is below (4h + 1)·2^52, so |t_k| < 3·that,
 /// under 2^59 at N = 20 and 2^60 at N = 40 (for a below 2^(52N)).
 #[inline(always)]
-fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N]) -> [V; 4 * FUSED_MAX] {
+fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N]) -> [V; wide::COLS] {
     const {
         assert!(
-            N % 2 == 0 && N <= 2 * FUSED_MAX,
+            N % 2 == 0 && N / 2 <= FUSED_MAX && 2 * N <= wide::COLS,
             "halves of at most FUSED_MAX limbs"
         )
     };
@@ -138,7 +138,7 @@ fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N]) -> [V; 4 * FUSED_MAX] 
     let lo = square_columns::<V>(&a[..h]);
     let hi = square_columns::<V>(&a[h..]);
     let mid = square_columns::<V>(&s[..h]);
-    let mut t = [V::zero(); 4 * FUSED_MAX];
+    let mut t = [V::zero(); wide::COLS];
     unroll!(V: k in 0..N, {
         t[k] = t[k].add(lo[k]);
         t[k + N] = t[k + N].add(hi[k]);
@@ -211,8 +211,9 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     }
 
     /// r = a²/R mod m, below 2m, for a below 2m, normalised; the result is `mul(a, a)`'s, bit
-    /// for bit. Up to [`FUSED_MAX`] limbs the product comes from Karatsuba's identity (see
-    /// [`Self::sqr_then`]); larger N take [`wide::sqr`].
+    /// for bit. The product comes from Karatsuba's identity ([`karatsuba_square`]) at every
+    /// size; up to [`FUSED_MAX`] limbs the reduction runs row by row ([`Self::sqr_then`]),
+    /// larger N take [`wide::sqr`].
     #[inline(always)]
     fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
         self.sqr_then(a, r, |_| {})

@@ -54,7 +54,7 @@ macro_rules! add_terms {
 pub(super) const ROWS: usize = 10;
 
 /// Columns of the largest product (2 × 40 limbs).
-const COLS: usize = 80;
+pub(super) const COLS: usize = 80;
 
 /// a·b/R mod m, below 2m (conditions as `Modulus::mul`), in blocks of `R` rows; `N % R == 0`.
 #[inline(always)]

@@ -130,6 +130,8 @@ if [[ -z $BIN ]]; then
     BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/ifma_emulate"
 fi
 [[ -x $BIN ]] || { echo "ifma-emulate.sh: $BIN missing" >&2; exit 1; }
+# The kernel must be compiled as one piece, or it runs ~9x slower with correct results.
+scripts/ifma-inlined.sh "$BIN" || exit 1
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-ifma-emulate.XXXXXX")
 # shellcheck disable=SC2317  # called through the EXIT trap

@@ -7,6 +7,7 @@
 #   1. scripts/build.sh             (cargo build --release; target/release/kae.so; and
 #                                    --test-knobs: the test build, target/test-knobs/)
 #   2. cargo test --release         (all tests; same profile, so one build), then
+#      scripts/ifma-inlined.sh       (the module's IFMA kernel compiled as one piece), and
 #      cargo build --release --benches (the benchmarks are not run, but must build)
 #   3. scripts/ifma-emulate.sh      (the AVX-512 IFMA kernel run under an instruction emulator,
 #                                    BochsCPU from PyPI, against the portable kernel)
@@ -96,6 +97,7 @@ fi
 build_both() { scripts/build.sh && scripts/build.sh --test-knobs; }
 step build build_both || exit 1
 step cargo-test cargo test --release --workspace --no-fail-fast || true
+step ifma-inlined scripts/ifma-inlined.sh target/release/kae.so || true
 step benches-build cargo build --release --workspace --benches || true
 step ifma-emu scripts/ifma-emulate.sh || true
 step valgrind env NO_BUILD=1 scripts/valgrind.sh || true

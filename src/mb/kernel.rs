@@ -216,13 +216,23 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     /// larger N take [`wide::sqr`].
     #[inline(always)]
     fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
-        self.sqr_then(a, r, |_| {})
+        self.sqr_then(
+            a,
+            r,
+            #[inline(always)]
+            |_| {},
+        )
     }
 
     /// [`Self::sqr`], calling `after_row(i)` after each reduction row i, so that other work is
     /// interleaved with the rows (under [`wide::sqr`], after the whole squaring). The columns
     /// come from [`karatsuba_square`], then the N reduction rows of [`Self::mul`]; q depends
     /// only on the value, hence the bit-exact result.
+    ///
+    /// Pass `after_row` as an `#[inline(always)]` closure: a closure is a function of its own,
+    /// without the IFMA entry's target features, and if the inliner leaves it out of line,
+    /// every intrinsic in it becomes a call (the exponentiation then runs about 9x slower).
+    /// `scripts/ifma-inlined.sh` checks the built kernel for such calls.
     #[inline(always)]
     fn sqr_then(&self, a: &[V; N], r: &mut [V; N], mut after_row: impl FnMut(usize)) {
         if N > FUSED_MAX {
@@ -610,15 +620,20 @@ fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleave
         let idx = idx[0];
         if win + 1 < windows {
             for s in 0..window {
-                md.sqr_then(acc, tmp, |row| {
-                    scan_limb(
-                        &table,
-                        sel,
-                        idx,
-                        s * per_squaring..(s + 1) * per_squaring,
-                        row,
-                    )
-                });
+                md.sqr_then(
+                    acc,
+                    tmp,
+                    #[inline(always)]
+                    |row| {
+                        scan_limb(
+                            &table,
+                            sel,
+                            idx,
+                            s * per_squaring..(s + 1) * per_squaring,
+                            row,
+                        )
+                    },
+                );
                 core::mem::swap(&mut acc, &mut tmp);
             }
             md.half_mul(acc, &sel[0], &sel[1], tmp);

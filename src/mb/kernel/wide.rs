@@ -78,7 +78,10 @@ fn mul_columns<V: Lanes, const N: usize, const R: usize>(
 ) {
     for blk in 0..N / R {
         let i0 = blk * R;
-        let x: [V; R] = core::array::from_fn(|k| b[i0 + k]);
+        let x: [V; R] = core::array::from_fn(
+            #[inline(always)]
+            |k| b[i0 + k],
+        );
         // Column i0 + c takes lo(x_k·a_(c−k)) and hi(x_k·a_(c−k−1)) where those limbs exist.
         unroll_short!(V: c in 0..R, {
             add_terms!(V, R, t[i0 + c], x, k,

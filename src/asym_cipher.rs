@@ -2,7 +2,6 @@
 //! default in OpenSSL 3.2+ cores, absent before, as in the core's default provider), OAEP,
 //! none, and the TLS premaster mode (RFC 5246 §7.4.7.1), as safe Rust behind the
 //! [`AsymCipher`] trait; its C side is `abi::asym_cipher`.
-#![deny(unsafe_code)]
 
 use crate::abi::asym_cipher::AsymCipher;
 use crate::abi::key::KeyObj;

@@ -5,8 +5,6 @@
 //! version-dependent choices are made from the core's own `openssl-version` parameter, read
 //! at provider init, never from compile-time constants.
 
-#![deny(unsafe_code)]
-
 use core::fmt;
 
 /// `major.minor.patch` of the running core.

@@ -17,7 +17,6 @@
 //! Listed only when the private default provider is loaded (`load-default = yes`).
 //!
 //! Safe Rust behind the [`Encoder`] trait; its C side is `abi::encoder`.
-#![deny(unsafe_code)]
 
 use crate::abi::encoder::Encoder;
 use crate::abi::key::KeyObj;

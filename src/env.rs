@@ -13,8 +13,6 @@
 //!
 //! The binaries (`kae-stat`, `kae-press`) are not meant to be setuid and use `std::env` freely.
 
-#![deny(unsafe_code)]
-
 /// Whether this process runs in secure mode (`getauxval(AT_SECURE) != 0`).
 pub fn secure() -> bool {
     crate::ffi::secure_mode()

@@ -15,8 +15,6 @@
 //! are refused at init; a public key can be set up for decapsulation (as the default provider
 //! allows) and fails at the operation.
 
-#![deny(unsafe_code)]
-
 use crate::abi::kem::Kem;
 use crate::abi::key::KeyObj;
 use crate::abi::{CtxParams, Duplicate, OpCtx, Table};

@@ -3,8 +3,6 @@
 //! `load` of keys the default provider's decoders made. Its C side, with the dispatch tables,
 //! is `abi::keymgmt`.
 
-#![deny(unsafe_code)]
-
 use crate::abi::key::KeyObj;
 use crate::abi::keymgmt::{Callback, KeyGeneration, KeyManagement, KeySelection, Reference};
 use crate::abi::Table;

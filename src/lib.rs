@@ -10,10 +10,15 @@
 //! is the router that sends each operation to a backend or computes it inline; `backend` is
 //! the seam to the CPU / hardware executors, reached through `completion`'s requests;
 //! `settings` holds the configuration types every layer reads.
+//!
+//! `unsafe` is denied crate-wide; each place that needs it says `#[allow(unsafe_code)]`
+//! (ARCHITECTURE.md lists them).
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_code)]
 
 extern crate openssl_sys;
 
+#[allow(unsafe_code)] // the C face: OpenSSL calls and pointers
 pub mod abi;
 pub mod asym_cipher;
 pub mod backend;
@@ -22,6 +27,7 @@ pub mod core_version;
 pub mod encoder;
 pub mod env;
 pub mod error;
+#[allow(unsafe_code)] // libcrypto and the core's functions
 pub mod ffi;
 pub mod kem;
 pub mod keymgmt;
@@ -45,6 +51,7 @@ pub mod stats;
 /// Only the OpenSSL core calls it, as `OSSL_provider_init_fn` (the contract of
 /// [`abi::provider::init`]).
 #[no_mangle]
+#[allow(unsafe_code)]
 pub unsafe extern "C" fn OSSL_provider_init(
     handle: *const ffi::sys::OSSL_CORE_HANDLE,
     in_: *const ffi::sys::OSSL_DISPATCH,

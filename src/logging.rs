@@ -5,8 +5,6 @@
 //! Targets: `stderr` (default), `syslog` (facility daemon, ident `kae`), `file:/path` (appended).
 //! Off by default: a provider must not write into its host's output unless asked to.
 
-#![deny(unsafe_code)]
-
 use crate::ffi::posix;
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use std::collections::HashMap;

@@ -2,8 +2,6 @@
 //! pointers the core passes back. It sits below the operations and the C ABI, which take
 //! their instance from here, and below `provider`, which makes and lists the instances.
 
-#![deny(unsafe_code)]
-
 use crate::error::KaeError;
 use crate::ffi::core::Failure;
 use crate::ffi::digest::{Md, Rng};

@@ -11,8 +11,6 @@
 //! processes that died without cleaning up are recognised by `kae-stat` (dead pid, or a live
 //! pid whose start time differs) and removed there.
 
-#![deny(unsafe_code)]
-
 use crate::completion::OpKind;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kae_counters::writer::{Header, MappedPage, PageSlot};

@@ -8,7 +8,7 @@
 //! keydata pointer an `Option<&KeyObj>`, an `OSSL_PARAM` array `Params` or `ParamsMut`, and an
 //! `(out, outlen, outsize)` triple a size query or a buffer. Every body runs inside the panic
 //! guard, which raises a failure through the core and returns the C value for it. The
-//! operations themselves are safe Rust (`#![deny(unsafe_code)]`).
+//! operations themselves are safe Rust (the crate denies `unsafe_code`).
 
 pub mod asym_cipher;
 pub mod encoder;

@@ -2,8 +2,6 @@
 //! completer that hands a finished request to its waiter, the waiter a job or thread waits
 //! on, and the sleeper that lets worker and poller threads spin and then park.
 
-#![deny(unsafe_code)]
-
 pub mod sleeper;
 pub mod waiter;
 

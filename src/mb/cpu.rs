@@ -24,6 +24,7 @@ impl IfmaToken {
     /// # Safety
     /// The CPU that runs the kernel with it (real or emulated) executes AVX-512F and AVX-512
     /// IFMA instructions.
+    #[allow(unsafe_code)]
     pub unsafe fn assume() -> IfmaToken {
         IfmaToken(())
     }

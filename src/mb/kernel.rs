@@ -31,6 +31,7 @@ use super::cpu::IfmaToken;
 use super::lanes::{select, Lanes, MASK52};
 
 #[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)] // AVX-512 intrinsics, behind the entry points' IfmaToken
 mod ifma;
 
 /// Window width of the fixed-window exponentiation for `n` limbs: 4 bits (a table of 16
@@ -90,6 +91,7 @@ mod wide;
 
 /// Overwrites `v` with zeros in a way the optimiser keeps (secrets must not outlive a call).
 #[inline(always)]
+#[allow(unsafe_code)] // a volatile store
 fn wipe<V: Lanes>(v: &mut [V]) {
     for x in v.iter_mut() {
         // SAFETY: x comes from iter_mut, so it is a valid, aligned and exclusive &mut V; the
@@ -804,6 +806,7 @@ pub(crate) fn exp_portable(call: &ExpCall<'_>, out: &mut Interleaved) {
 
 /// [`r_squared_n`] on AVX-512 IFMA; the token proves the CPU has it.
 #[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
 pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
     // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
     unsafe { by_limbs!(m.len(), r_squared_ifma_n::<ifma::Ifma>(m, k0, rr)) }
@@ -811,6 +814,7 @@ pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &
 
 /// [`exp_n`] or [`exp_public_n`] on AVX-512 IFMA; the token proves the CPU has it.
 #[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
 pub(crate) fn exp_ifma(_: IfmaToken, call: &ExpCall<'_>, out: &mut Interleaved) {
     // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
     unsafe { by_limbs!(call.m.len(), exp_ifma_n::<ifma::Ifma>(call, out)) }
@@ -824,6 +828,7 @@ pub(crate) fn exp_ifma(_: IfmaToken, call: &ExpCall<'_>, out: &mut Interleaved) 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[inline(never)]
+#[allow(unsafe_code)]
 unsafe fn r_squared_ifma_n<V: Lanes, const N: usize>(
     m: &Interleaved,
     k0: &[u64; 8],
@@ -837,6 +842,7 @@ unsafe fn r_squared_ifma_n<V: Lanes, const N: usize>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[inline(never)]
+#[allow(unsafe_code)]
 unsafe fn exp_ifma_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
     exp_kind_n::<V, N>(call, out)
 }

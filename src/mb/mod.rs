@@ -183,6 +183,7 @@ fn interleave(lanes: &[&[u64]], words_to_limbs: bool, limbs: usize) -> Zeroizing
 /// The CPU (real or emulated) runs AVX-512F and AVX-512 IFMA instructions.
 #[doc(hidden)]
 #[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
 pub unsafe fn mont1_product_assumed(
     m: &[u64],
     n0: u64,
@@ -211,6 +212,7 @@ pub unsafe fn mont1_product_assumed(
 /// The CPU (real or emulated) runs AVX-512F and AVX-512 IFMA instructions.
 #[doc(hidden)]
 #[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
 pub unsafe fn exp_ifma_interleaved(
     m: &[[u64; LANES]],
     base: &[[u64; LANES]],

@@ -74,6 +74,7 @@ impl Prepared {
 
     /// t = a·b·2^(−64w) + (0 or m), below 2m, in w + 1 words (`t`), for a < 2^(64w) and
     /// b < m, each of w words. The caller subtracts m when t ≥ m.
+    #[allow(unsafe_code)]
     pub fn product(&self, a: &[u64], b: &[u64], t: &mut [u64]) {
         let w = self.words;
         assert!(
@@ -104,6 +105,7 @@ impl Prepared {
 /// # Safety
 /// The CPU runs AVX-512F and AVX-512 IFMA; `p.vecs == K`.
 #[target_feature(enable = "avx512f,avx512ifma")]
+#[allow(unsafe_code)]
 unsafe fn product_on<const K: usize>(p: &Prepared, a: &[u64], b: &[u64], t: &mut [u64]) {
     let zero = _mm512_setzero_si512();
     let mut a52 = [[0u64; 8]; K];

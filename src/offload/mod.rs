@@ -19,8 +19,6 @@
 //! began is refused (the caller computes inline); fork handlers keep the router's locks free
 //! in a child; a panicking computation fails its request, not its worker.
 
-#![deny(unsafe_code)]
-
 mod config;
 mod inline;
 mod instance;

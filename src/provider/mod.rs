@@ -2,8 +2,6 @@
 //! provider, capabilities and build information, one file each. It stands on top of the
 //! operations, whose tables it lists; its instances live in `provctx`.
 
-#![deny(unsafe_code)]
-
 mod algorithms;
 mod build_info;
 mod config;

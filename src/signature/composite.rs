@@ -9,7 +9,6 @@
 //! sign-message/verify-message hash the message; verify-recover returns the digest. There is
 //! no digest-sign and no digest context parameter access. After a final, the operation is over
 //! (update and final are refused), and after an update the one-shot call is refused.
-#![deny(unsafe_code)]
 
 use super::{SigCtx, GETTABLE};
 use crate::abi::key::KeyObj;

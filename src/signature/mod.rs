@@ -7,7 +7,6 @@
 //!
 //! Safe Rust behind the [`Signature`] and `SignatureAlgorithm` traits; the C side is
 //! `abi::signature`.
-#![deny(unsafe_code)]
 
 use crate::abi::key::KeyObj;
 use crate::abi::signature::{Operation, Signature, SignatureCtx};

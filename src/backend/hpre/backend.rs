@@ -12,7 +12,6 @@
 //! torn down.
 //!
 //! Safe code but for UADK's uninit (its contract is about sessions: `session.rs`).
-#![deny(unsafe_code)]
 
 use super::abi::*;
 use super::session::{self, KeySession};

@@ -8,6 +8,7 @@ pub mod abi;
 pub mod backend;
 pub mod discovery;
 pub mod session;
+#[allow(unsafe_code)] // UADK's C functions, loaded with dlopen
 pub mod uadk;
 
 use crate::settings::hpre::HpreConfig;

@@ -8,8 +8,6 @@
 //! again, and it is released only while its generation is live (after `wd_rsa_uninit2` UADK's
 //! state is gone; the session is then left alone).
 
-#![deny(unsafe_code)]
-
 use super::abi::HPRE_KEY_BITS;
 use super::uadk::{SessionHandle, Uadk};
 use crate::error::{KaeError, KaeResult};

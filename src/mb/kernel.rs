@@ -106,13 +106,15 @@ fn normalize<V: Lanes>(t: &mut [V]) {
     }
 }
 
-/// The 2N columns of a² (N even, at most 2·[`FUSED_MAX`]) by Karatsuba's identity: with
+/// Adds the 2N columns of a² (N even, at most 2·[`FUSED_MAX`]) into `t` (zeroed by the caller,
+/// at least 2N long: the caller's own array, as one returned by value was copied once more
+/// per squaring) by Karatsuba's identity: with
 /// a = lo + hi·B^h (h = N/2) and s = lo + hi, a² = lo² + (s² − lo² − hi²)·B^h + hi²·B^N,
 /// three squarings of h limbs, 3h(h+1) products instead of N(N+1). The middle term subtracts,
 /// so columns are signed: a half-square's column is below (4h + 1)·2^52, so |t_k| < 3·that,
 /// under 2^59 at N = 20 and 2^60 at N = 40 (for a below 2^(52N)).
 #[inline(always)]
-fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N]) -> [V; wide::COLS] {
+fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N], t: &mut [V]) {
     const {
         assert!(
             N % 2 == 0 && N / 2 <= FUSED_MAX && 2 * N <= wide::COLS,
@@ -132,7 +134,6 @@ fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N]) -> [V; wide::COLS] {
     let lo = square_columns::<V>(&a[..h]);
     let hi = square_columns::<V>(&a[h..]);
     let mid = square_columns::<V>(&s[..h]);
-    let mut t = [V::zero(); wide::COLS];
     unroll!(V: k in 0..N, {
         t[k] = t[k].add(lo[k]);
         t[k + N] = t[k + N].add(hi[k]);
@@ -145,7 +146,6 @@ fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N]) -> [V; wide::COLS] {
         t[N + j] = t[N + j].add(d).add(d);
     });
     t[N + h] = t[N + h].add(c);
-    t
 }
 
 /// The modulus of each lane, ready for almost-Montgomery arithmetic.
@@ -237,7 +237,8 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
             return;
         }
         let m = &self.m;
-        let t = karatsuba_square(a);
+        let mut t = [V::zero(); 2 * FUSED_MAX];
+        karatsuba_square(a, &mut t);
         let mut acc = [V::zero(); N];
         unroll_short!(V: j in 0..N, {
             acc[j] = t[j];

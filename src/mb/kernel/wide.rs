@@ -100,7 +100,8 @@ pub(super) fn sqr<V: Lanes, const N: usize, const R: usize>(
     a: &[V; N],
     r: &mut [V; N],
 ) {
-    let mut t = karatsuba_square(a);
+    let mut t = [V::zero(); COLS];
+    karatsuba_square(a, &mut t);
     reduce::<V, N, R>(md, &mut t, r);
 }
 

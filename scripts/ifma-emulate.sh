@@ -13,7 +13,8 @@
 # after two control runs that must go wrong (no AVX-512 state: #UD; every vpmadd52luq made a
 # vpmadd52huq: a mismatch, in the kernel and in the single-number product). On a CPU with
 # IFMA the cases also run natively. Installs bochscpu-python and pyelftools with pip when
-# missing. About 15 s after the build.
+# missing. About 15 s after the build. First, scripts/ifma-inlined.sh must find the binary's
+# IFMA code in one piece (no out-of-line call: else it runs ~9x slower, results unchanged).
 #
 # usage: scripts/ifma-emulate.sh [--seed N] [--only CASE]... [--keep] [--count [--mix N]] [--bin PATH]
 #                                [--peer-crypto-mb [DIR]]

@@ -8,16 +8,16 @@
 # out of line (src/mb/kernel.rs, `Modulus::sqr_then`).
 #
 # usage: scripts/ifma-inlined.sh [BINARY...]
-#   default: target/release/libkae.so. Exit 0: every binary checked is clean; 1: a call
-#   found (listed); 2: a binary missing, or none of the IFMA functions in its symbols.
+#   default: $CARGO_TARGET_DIR/release/libkae.so (target/ of the repository when unset).
+#   Exit 0: every binary checked is clean; 1: a call found (listed); 2: a binary missing, or
+#   none of the IFMA functions in its symbols.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
 fi
-(($#)) || set -- target/release/libkae.so
+(($#)) || set -- "${CARGO_TARGET_DIR:-$(dirname "$0")/../target}/release/libkae.so"
 command -v objdump >/dev/null || { echo "ifma-inlined.sh: objdump not found (binutils)" >&2; exit 2; }
 
 status=0

@@ -97,7 +97,7 @@ fi
 build_both() { scripts/build.sh && scripts/build.sh --test-knobs; }
 step build build_both || exit 1
 step cargo-test cargo test --release --workspace --no-fail-fast || true
-step ifma-inlined scripts/ifma-inlined.sh target/release/kae.so || true
+step ifma-inlined scripts/ifma-inlined.sh "${CARGO_TARGET_DIR:-target}/release/kae.so" || true
 step benches-build cargo build --release --workspace --benches || true
 step ifma-emu scripts/ifma-emulate.sh || true
 step valgrind env NO_BUILD=1 scripts/valgrind.sh || true

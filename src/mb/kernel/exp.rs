@@ -5,13 +5,11 @@
 //! window's value only becomes lane masks.
 
 use super::{leave_montgomery, load, modulus, select, wipe, ExpCall, Interleaved, Lanes, Modulus};
-#[allow(unused_imports)] // named in the docs
-use super::{neg_inv52_lanes, r_squared_n, FUSED_MAX, HALF_SLACK_BITS};
 
 /// Window width of the fixed-window exponentiation for `n` limbs: 4 bits (a table of 16
 /// powers) up to 20 limbs, 5 bits (32) above; each measured faster at its sizes on IFMA
 /// hardware (the table scan weighs more against the smaller multiplications).
-pub(super) const fn window_for(n: usize) -> usize {
+const fn window_for(n: usize) -> usize {
     if n <= 20 {
         4
     } else {
@@ -19,10 +17,10 @@ pub(super) const fn window_for(n: usize) -> usize {
     }
 }
 
-/// out = base^exp mod m in every lane, with `N` limbs (above [`FUSED_MAX`]; fewer take
+/// out = base^exp mod m in every lane, with `N` limbs (above [`FUSED_MAX`](super::FUSED_MAX); fewer take
 /// [`exp_half_n`]):
 /// - `m`: N limbs of 52 bits per lane, odd, above 1; `k0` and `rr` its −m⁻¹ mod 2^52 and
-///   R² mod m ([`neg_inv52_lanes`], [`r_squared_n`]);
+///   R² mod m ([`neg_inv52_lanes`](super::neg_inv52_lanes), [`r_squared_n`](super::r_squared_n));
 /// - `base`: N limbs of 52 bits per lane, below 2^(52N) (need not be reduced);
 /// - `exp`: 64-bit words per lane, little-endian; only the low `exp_bits` bits are read;
 /// - `out`: N limbs, fully reduced (below m).
@@ -125,12 +123,7 @@ fn powers<V: Lanes, const N: usize, T>(
 /// `exp_bits` ends), from the exponents' interleaved words by vector shifts: the word and the
 /// shift depend on the window's position only.
 #[inline(always)]
-pub(super) fn window_value<V: Lanes>(
-    exp: &Interleaved,
-    exp_bits: usize,
-    window: usize,
-    win: usize,
-) -> V {
+fn window_value<V: Lanes>(exp: &Interleaved, exp_bits: usize, window: usize, win: usize) -> V {
     let lo = win * window;
     let width = window.min(exp_bits - lo);
     let (word, shift) = (lo / 64, (lo % 64) as u32);
@@ -141,7 +134,7 @@ pub(super) fn window_value<V: Lanes>(
     v.and(V::splat((1u64 << width) - 1))
 }
 
-/// [`exp_n`] for N ≤ [`FUSED_MAX`], with cheaper multiplications and no scan of its own:
+/// [`exp_n`] for N ≤ [`FUSED_MAX`](super::FUSED_MAX), with cheaper multiplications and no scan of its own:
 /// - each table entry t is kept with tk = t·H⁻¹ mod m ([`Modulus::half_reduce`]), so that the
 ///   window's multiplication is [`Modulus::half_mul`] (3N² products instead of 4N²);
 /// - the scan for that multiplication rides along with the window's squarings: after row r
@@ -150,7 +143,7 @@ pub(super) fn window_value<V: Lanes>(
 ///   cost little, where a pass of their own weighs on the whole exponentiation.
 ///
 /// Bounds: `half_mul`'s result is below tk + m + a·t/R, so up to about 2.3m (R ≥ 16m at
-/// the sizes that come here, [`HALF_SLACK_BITS`]); a squaring takes that to below
+/// the sizes that come here, [`HALF_SLACK_BITS`](super::HALF_SLACK_BITS)); a squaring takes that to below
 /// m + (2.3m)²/R < 2m, and leaving Montgomery form to at most m.
 #[inline(always)]
 pub(super) fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
@@ -302,7 +295,7 @@ pub(super) fn exp_public_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &m
 
 /// `width` (≤ 64) bits of lane `lane`'s exponent from bit `lo` up (positions are public).
 #[inline(always)]
-pub(super) fn window_bits(exp: &Interleaved, lane: usize, lo: usize, width: usize) -> u64 {
+fn window_bits(exp: &Interleaved, lane: usize, lo: usize, width: usize) -> u64 {
     let word = lo / 64;
     let shift = lo % 64;
     let mut v = exp[word][lane] >> shift;
@@ -310,4 +303,50 @@ pub(super) fn window_bits(exp: &Interleaved, lane: usize, lo: usize, width: usiz
         v |= exp[word + 1][lane] << (64 - shift);
     }
     v & ((1u64 << width) - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mb::lanes::Portable;
+
+    /// The vector window values against `window_bits`, lane by lane: every window of
+    /// exponents whose length is not a multiple of the width, so windows cross words and the
+    /// top one is short.
+    #[test]
+    fn window_values_are_each_lanes_bits() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let exp: Vec<[u64; 8]> = (0..5)
+            .map(|_| {
+                core::array::from_fn(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x
+                })
+            })
+            .collect();
+        for window in [4, 5] {
+            for exp_bits in [318usize, 320, 257] {
+                for win in 0..exp_bits.div_ceil(window) {
+                    let got = window_value::<Portable>(&exp, exp_bits, window, win).0;
+                    let width = window.min(exp_bits - win * window);
+                    for (lane, g) in got.iter().enumerate() {
+                        let want = window_bits(&exp, lane, win * window, width);
+                        assert_eq!(*g, want, "width {window}, {exp_bits} bits, window {win}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn window_bits_crosses_word_boundaries() {
+        let mut exp = vec![[0u64; 8]; 2];
+        exp[0][3] = 0xF000_0000_0000_0000;
+        exp[1][3] = 0b101;
+        assert_eq!(window_bits(&exp, 3, 60, 5), 0b1_1111);
+        assert_eq!(window_bits(&exp, 3, 62, 5), 0b1_0111);
+        assert_eq!(window_bits(&exp, 2, 62, 5), 0);
+    }
 }

@@ -14,6 +14,9 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
     sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
 fi
+(($# == 0)) || { echo "ifma-mix.sh: unknown option: $1 (see --help)" >&2; exit 2; }
+[[ ${CPU:-0} =~ ^[0-9]+$ ]] || { echo "ifma-mix.sh: CPU=${CPU} is not one core's number" >&2; exit 2; }
+[[ ${ROUNDS:-2} =~ ^[1-9][0-9]*$ ]] || { echo "ifma-mix.sh: ROUNDS=${ROUNDS} is not a positive count" >&2; exit 2; }
 grep -qw avx512ifma /proc/cpuinfo || { echo "ifma-mix.sh: this CPU has no avx512ifma" >&2; exit 2; }
 cc=${CC:-cc}
 command -v "$cc" >/dev/null || { echo "ifma-mix.sh: no C compiler ($cc)" >&2; exit 2; }

@@ -204,6 +204,8 @@ fn bad_knobs_are_refused_before_anything_runs() {
         ),
         ("mb-speed.sh", &[("ALGS", "rsa2048 ecdsap256")], "ecdsap256"),
         ("mb-speed.sh", &[("CPU0", "0-3")], "CPU0"),
+        ("ifma-mix.sh", &[("CPU", "0-3")], "CPU"),
+        ("ifma-mix.sh", &[("ROUNDS", "0")], "ROUNDS"),
     ];
     let mut problems = Vec::new();
     for (name, env, word) in cases {

@@ -4,10 +4,10 @@
 # or integer vector operations added, in cycles per iteration and per added instruction.
 # It says what the kernel's code should spend instead of products on this core (on Zen 4 a
 # store costs more than a product, a load into a register next to nothing: docs/MULTIBUFFER.md,
-# 2026-12-05, fourth). A diagnostic for a new CPU, not part of kae or its tests.
+# 2026-12-05, fourth). A diagnostic for a new CPU, not part of kae or of test.sh.
 #
 # usage: scripts/ifma-mix.sh        (CPU=N pins to core N, default 0; ROUNDS=R, default 2)
-#   Exit 2 without avx512ifma or a C compiler.
+#   Exit 2 on an argument, a CPU or ROUNDS it cannot use, no avx512ifma or no C compiler.
 set -euo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then

@@ -15,8 +15,9 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
     exit 0
 fi
 (($# == 0)) || { echo "ifma-mix.sh: unknown option: $1 (see --help)" >&2; exit 2; }
-[[ ${CPU:-0} =~ ^[0-9]+$ ]] || { echo "ifma-mix.sh: CPU=${CPU} is not one core's number" >&2; exit 2; }
-[[ ${ROUNDS:-2} =~ ^[1-9][0-9]*$ ]] || { echo "ifma-mix.sh: ROUNDS=${ROUNDS} is not a positive count" >&2; exit 2; }
+cpu=${CPU:-0} rounds=${ROUNDS:-2}
+[[ $cpu =~ ^[0-9]+$ ]] || { echo "ifma-mix.sh: CPU=$cpu is not one core's number" >&2; exit 2; }
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "ifma-mix.sh: ROUNDS=$rounds is not a positive count" >&2; exit 2; }
 grep -qw avx512ifma /proc/cpuinfo || { echo "ifma-mix.sh: this CPU has no avx512ifma" >&2; exit 2; }
 cc=${CC:-cc}
 command -v "$cc" >/dev/null || { echo "ifma-mix.sh: no C compiler ($cc)" >&2; exit 2; }
@@ -25,9 +26,9 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$cc" -O2 -mavx512f -mavx512ifma -o "$dir/ifma_mix" "$(dirname "$0")/ifma_mix.c"
 pin=()
-command -v taskset >/dev/null && pin=(taskset -c "${CPU:-0}")
+command -v taskset >/dev/null && pin=(taskset -c "$cpu")
 grep -m1 'model name' /proc/cpuinfo
-for ((r = 1; r <= ${ROUNDS:-2}; r++)); do
+for ((r = 1; r <= rounds; r++)); do
     echo "round $r"
     "${pin[@]}" "$dir/ifma_mix"
 done

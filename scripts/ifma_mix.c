@@ -41,12 +41,18 @@ static double ticks_per_cycle;
         }                                                                                      \
         double c = (double)(__rdtsc() - t0) / ITER / ticks_per_cycle;                         \
         _mm512_store_si512(&buf[120], _mm512_add_epi64(_mm512_add_epi64(a0, a15), z));        \
-        if ((added) > 0)                                                                       \
-            printf("%-52s %7.2f %9.2f\n", name, c, (c - (base)) / ((added) > 0 ? (added) : 1));                   \
-        else                                                                                   \
-            printf("%-52s %7.2f %9s\n", name, c, "");                                         \
-        last = c;                                                                              \
+        last = report(name, c, base, added);                                                   \
     } while (0)
+
+/* Prints one mix: cycles per iteration and, when instructions were added to a baseline of
+ * `base` cycles, cycles per added instruction. Returns the cycles. */
+static double report(const char *name, double cycles, double base, int added) {
+    if (added > 0)
+        printf("%-52s %7.2f %9.2f\n", name, cycles, (cycles - base) / added);
+    else
+        printf("%-52s %7.2f\n", name, cycles);
+    return cycles;
+}
 
 static double calibrate(void) {
     uint64_t v = 1, t0 = __rdtsc();

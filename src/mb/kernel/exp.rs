@@ -182,6 +182,8 @@ pub(super) fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut
         let idx = idx[0];
         if win + 1 < windows {
             for s in 0..window {
+                // Entry 0 starts the selection in every lane: compared with a zero key.
+                let first_key = if s == 0 { V::zero() } else { idx };
                 md.sqr_then(
                     acc,
                     tmp,
@@ -190,7 +192,7 @@ pub(super) fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut
                         scan_limb(
                             &table,
                             sel,
-                            idx,
+                            (first_key, idx),
                             s * per_squaring..(s + 1) * per_squaring,
                             row,
                         )
@@ -225,23 +227,26 @@ pub(super) fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut
 }
 
 /// Limb `limb` of both numbers of the table's `entries`, kept in `sel` in the lanes whose
-/// window value `idx` names the entry (masked moves: no address depends on `idx`). Entry 0
-/// is copied to every lane, so `sel` needs no clearing: the entries after it overwrite it
-/// where they match, and every lane's value names exactly one entry.
+/// window value names the entry (masked moves: no address depends on it). The range's first
+/// entry is compared with `first_key`, the others with `idx`: entry 0 is compared with a
+/// zero key, so it is copied to every lane and `sel` needs no clearing (the entries after
+/// it overwrite it where they match, and every lane's value names exactly one entry). No
+/// branch: a branch here splits each squaring row in two, and the compiler then spills
+/// the row's accumulators around it.
 #[inline(always)]
 fn scan_limb<V: Lanes, const N: usize>(
     table: &[[[V; N]; 2]],
     sel: &mut [[V; N]; 2],
-    idx: V,
+    (first_key, idx): (V, V),
     entries: core::ops::Range<usize>,
     limb: usize,
 ) {
-    for e in entries {
-        if e == 0 {
-            sel[0][limb] = table[0][0][limb];
-            sel[1][limb] = table[0][1][limb];
-            continue;
-        }
+    let first = entries.start;
+    let i = V::splat(first as u64);
+    for h in 0..2 {
+        sel[h][limb] = sel[h][limb].take_where_eq(first_key, i, table[first][h][limb]);
+    }
+    for e in entries.skip(1) {
         let i = V::splat(e as u64);
         for h in 0..2 {
             sel[h][limb] = sel[h][limb].take_where_eq(idx, i, table[e][h][limb]);

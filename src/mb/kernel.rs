@@ -16,8 +16,8 @@
 //!   entry also kept times 2^(−26N) mod m, a·b/R takes N/2 rows of three products each), and
 //!   the table scan interleaved with the squarings' rows ([`exp_half_n`]).
 //!
-//! Constant time: loop bounds and indices depend only on `N`, `exp_bits` and the window
-//! width (public). The exponent's window values only become lane masks for a full scan of
+//! Constant time: loop bounds and indices depend only on `N`, `exp_bits`, the window width
+//! and, in [`r_squared_n`], the narrowest modulus's width (public, declassified). The exponent's window values only become lane masks for a full scan of
 //! the table (no secret-dependent address); carries are shifts and masks (no branch).
 //!
 //! Bounds (why no limb overflows): in a multiplication each row adds four terms below 2^52 to
@@ -323,17 +323,18 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
         d
     }
 
-    /// R² mod m, fully reduced. With 52N = s·2^k (s odd): x = 2^(52N + s) mod m = R·2^s by
-    /// 52N + s modular doublings of 1, then k Montgomery squarings, each of which doubles the
-    /// power of 2 above R (R·2^a → R·2^(2a)), ending at R·2^(52N) = R². Public-count loops.
+    /// R² mod m, fully reduced, given `low` with 2^low < m in every lane. With 52N = s·2^k
+    /// (s odd): x = 2^(52N + s) mod m = R·2^s by 52N + s − low modular doublings of 2^low,
+    /// then k Montgomery squarings, each of which doubles the power of 2 above R (R·2^a →
+    /// R·2^(2a)), ending at R·2^(52N) = R². Loop counts depend on N and `low` (public).
     #[inline(always)]
-    fn r_squared(&self) -> [V; N] {
+    fn r_squared(&self, low: usize) -> [V; N] {
         let bits = 52 * N;
         let k = bits.trailing_zeros() as usize;
         let s = bits >> k;
         let mut x = [V::zero(); N];
-        x[0] = V::splat(1);
-        for _ in 0..bits + s {
+        x[low / 52] = V::splat(1 << (low % 52));
+        for _ in low..bits + s {
             for v in x.iter_mut() {
                 *v = v.shl::<1>();
             }
@@ -438,11 +439,36 @@ pub(crate) fn neg_inv52_lanes(m: &Interleaved) -> [u64; 8] {
     k0
 }
 
-/// rr = R² mod m in every lane (R = 2^(52N)), fully reduced; `k0` from [`neg_inv52_lanes`].
+/// The position of the lowest top bit among the lanes' moduli (each odd, above 1, so 2^low is
+/// below every one), declassified: a modulus's width is public. Computed without a branch or
+/// an address that depends on the limbs.
+fn lowest_top_bit(m: &Interleaved) -> usize {
+    let mut low = usize::MAX >> 1;
+    for lane in 0..8 {
+        let mut top = 0usize;
+        for (j, limb) in m.iter().enumerate() {
+            let v = limb[lane];
+            let nonzero = ((v | v.wrapping_neg()) >> 63) as usize;
+            let at = 52 * j + 63 - (v | 1).leading_zeros() as usize;
+            top ^= (top ^ at) & nonzero.wrapping_neg();
+        }
+        let below = (low.wrapping_sub(top) as isize >> (usize::BITS - 1)) as usize;
+        low = top ^ ((low ^ top) & below);
+    }
+    crate::ffi::memcheck::public_usize(low)
+}
+
+/// rr = R² mod m in every lane (R = 2^(52N)), fully reduced; `k0` from [`neg_inv52_lanes`],
+/// `low` from [`lowest_top_bit`].
 #[inline(always)]
-fn r_squared_n<V: Lanes, const N: usize>(m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
+fn r_squared_n<V: Lanes, const N: usize>(
+    m: &Interleaved,
+    k0: &[u64; 8],
+    low: usize,
+    rr: &mut Interleaved,
+) {
     let mut md = modulus::<V, N>(m, k0);
-    let mut x = vec![md.r_squared()];
+    let mut x = vec![md.r_squared(low)];
     store(&x[0], rr);
     // R² mod p gives p away; −m⁻¹ its low limb.
     wipe(&mut x[0]);
@@ -498,7 +524,11 @@ macro_rules! by_limbs {
 
 /// [`r_squared_n`] on the portable lanes.
 pub(crate) fn r_squared_portable(m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
-    by_limbs!(m.len(), r_squared_n::<super::lanes::Portable>(m, k0, rr))
+    let low = lowest_top_bit(m);
+    by_limbs!(
+        m.len(),
+        r_squared_n::<super::lanes::Portable>(m, k0, low, rr)
+    )
 }
 
 /// [`exp_n`] or [`exp_public_n`] on the portable lanes.
@@ -514,7 +544,8 @@ pub(crate) fn exp_portable(call: &ExpCall<'_>, out: &mut Interleaved) {
 #[allow(unsafe_code)]
 pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &mut Interleaved) {
     // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
-    unsafe { by_limbs!(m.len(), r_squared_ifma_n::<ifma::Ifma>(m, k0, rr)) }
+    let low = lowest_top_bit(m);
+    unsafe { by_limbs!(m.len(), r_squared_ifma_n::<ifma::Ifma>(m, k0, low, rr)) }
 }
 
 /// [`exp_n`] or [`exp_public_n`] on AVX-512 IFMA; the token proves the CPU has it.
@@ -537,9 +568,10 @@ pub(crate) fn exp_ifma(_: IfmaToken, call: &ExpCall<'_>, out: &mut Interleaved) 
 unsafe fn r_squared_ifma_n<V: Lanes, const N: usize>(
     m: &Interleaved,
     k0: &[u64; 8],
+    low: usize,
     rr: &mut Interleaved,
 ) {
-    r_squared_n::<V, N>(m, k0, rr)
+    r_squared_n::<V, N>(m, k0, low, rr)
 }
 
 /// # Safety
@@ -666,6 +698,38 @@ mod tests {
         squaring_is_the_product::<20>();
         squaring_is_the_product::<30>();
         squaring_is_the_product::<40>();
+    }
+
+    /// R² mod m when the lanes' moduli differ in width (the doublings start below the
+    /// narrowest one): 3, a prime-sized modulus, the class's widest and narrow ones.
+    #[test]
+    fn r_squared_for_moduli_of_every_width() {
+        const N: usize = 20;
+        let r2 = BigUint::from(1u8) << (2 * 52 * N);
+        let one = BigUint::from(1u8);
+        let widths = [2, 1024, 1036, 1024, 513, 1000, 64, 1023];
+        let moduli: Vec<BigUint> = widths
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| (&one << (w - 1)) + BigUint::from(2 * i as u64 + 1))
+            .collect();
+        let mut m = vec![[0u64; 8]; N];
+        for (lane, v) in moduli.iter().enumerate() {
+            for (j, l) in limbs::<N>(v).iter().enumerate() {
+                m[j][lane] = l.0[0];
+            }
+        }
+        assert_eq!(lowest_top_bit(&m), 1);
+        let k0 = neg_inv52_lanes(&m);
+        let mut rr = vec![[0u64; 8]; N];
+        r_squared_portable(&m, &k0, &mut rr);
+        for (lane, v) in moduli.iter().enumerate() {
+            let got = rr
+                .iter()
+                .rev()
+                .fold(BigUint::ZERO, |x, l| (x << 52) + l[lane]);
+            assert_eq!(got, &r2 % v, "lane {lane}, {} bits", widths[lane]);
+        }
     }
 
     #[test]

@@ -106,9 +106,10 @@ fn normalize<V: Lanes>(t: &mut [V]) {
     }
 }
 
-/// Adds the 2N columns of a² (N even, at most 2·[`FUSED_MAX`]) into `t` (zeroed by the caller,
-/// at least 2N long: the caller's own array, as a returned one would be copied once more per
-/// squaring) by Karatsuba's identity: with
+/// Writes the 2N columns of a² (N even, at most 2·[`FUSED_MAX`]) into `t[..2N]` (the caller's
+/// own array, as a returned one would be copied once more per squaring; every column is
+/// assigned before it is added to, so the caller need not zero it) by Karatsuba's identity:
+/// with
 /// a = lo + hi·B^h (h = N/2) and s = lo + hi, a² = lo² + (s² − lo² − hi²)·B^h + hi²·B^N,
 /// three squarings of h limbs, 3h(h+1) products instead of N(N+1). The middle term subtracts,
 /// so columns are signed: a half-square's column is below (4h + 1)·2^52, so |t_k| < 3·that,
@@ -135,8 +136,10 @@ fn karatsuba_square<V: Lanes, const N: usize>(a: &[V; N], t: &mut [V]) {
     let hi = square_columns::<V>(&a[h..]);
     let mid = square_columns::<V>(&s[..h]);
     unroll!(V: k in 0..N, {
-        t[k] = t[k].add(lo[k]);
-        t[k + N] = t[k + N].add(hi[k]);
+        t[k] = lo[k];
+        t[k + N] = hi[k];
+    });
+    unroll!(V: k in 0..N, {
         t[k + h] = t[k + h].add(mid[k].sub(lo[k]).sub(hi[k]));
     });
     // s² − (s mod B^h)² = 2c·(s mod B^h)·B^h + c·B^(2h), at offset h.

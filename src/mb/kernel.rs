@@ -17,8 +17,9 @@
 //!   the table scan interleaved with the squarings' rows ([`exp_half_n`]).
 //!
 //! Constant time: loop bounds and indices depend only on `N`, `exp_bits`, the window width
-//! and, in [`r_squared_n`], the narrowest modulus's width (public, declassified). The exponent's window values only become lane masks for a full scan of
-//! the table (no secret-dependent address); carries are shifts and masks (no branch).
+//! and, in [`r_squared_n`], the narrowest modulus's width (public, declassified). The
+//! exponent's window values only become lane masks for a full scan of the table (no
+//! secret-dependent address); carries are shifts and masks (no branch).
 //!
 //! Bounds (why no limb overflows): in a multiplication each row adds four terms below 2^52 to
 //! every accumulator limb, and a limb lives through at most N rows: below 4N·2^52 plus carries
@@ -103,6 +104,19 @@ fn normalize<V: Lanes>(t: &mut [V]) {
         let c = t[j].sar::<52>();
         t[j] = t[j].and(mask);
         t[j + 1] = t[j + 1].add(c);
+    }
+}
+
+/// [`normalize`] of `t` with `carry` added to its first limb, written to `out` (as long as
+/// `t`) instead of in place, for a caller that would otherwise copy the result out.
+#[inline(always)]
+fn normalize_into<V: Lanes>(t: &[V], mut carry: V, out: &mut [V]) {
+    let mask = V::splat(MASK52);
+    let last = out.len() - 1;
+    for j in 0..=last {
+        let x = t[j].add(carry);
+        carry = x.sar::<52>();
+        out[j] = if j < last { x.and(mask) } else { x };
     }
 }
 

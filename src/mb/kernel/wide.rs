@@ -24,9 +24,8 @@
 // bodies that never run.
 #![allow(arithmetic_overflow)]
 
-use super::{karatsuba_square, Modulus};
+use super::{karatsuba_square, normalize_into, Modulus};
 use crate::mb::lanes::Lanes;
-use crate::mb::lanes::MASK52;
 
 /// `$col += Σ_k lo(x_k·y) + hi(x_k·z)` over the rows k of a block (`$k` in 0..R) for which
 /// the low condition gives y and the high one z, in four chains (low and high halves, even
@@ -169,13 +168,7 @@ fn reduce<V: Lanes, const N: usize, const R: usize>(
         add_top_columns::<V, N, R>(t, i0, &q, m);
         q = next;
     }
-    // The top N columns, carry-propagated straight into r (as `normalize`).
-    let mask = V::splat(MASK52);
-    for j in 0..N {
-        let x = t[N + j].add(carry);
-        carry = x.sar::<52>();
-        r[j] = if j + 1 < N { x.and(mask) } else { x };
-    }
+    normalize_into(&t[N..2 * N], carry, r);
 }
 
 /// The q of rows i0..i0+R from columns i0..i0+R (which have every earlier row's terms), each

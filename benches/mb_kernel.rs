@@ -44,6 +44,9 @@
 //! shapes, crypto_mb and OpenSSL in turn, about 0.2 s each) and prints the median of each
 //! column and of the per-round ratios: on a shared machine whose speed drifts, a ratio taken
 //! within one round is what holds still.
+//!
+//! `MB_BENCH_SQUARING=karatsuba` or `columns` replaces the squaring the CPU's maker selects
+//! (`mb::Squaring::for_this_cpu`), to compare the two on one machine.
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use kae::mb::{self, Engine, Lane, PreparedLane, Size};
@@ -477,6 +480,16 @@ impl<'a> KaeRuns<'a> {
     }
 }
 
+/// `MB_BENCH_SQUARING`: the squaring to run instead of the CPU's own, if set.
+fn squaring_override() -> Option<mb::Squaring> {
+    let v = std::env::var("MB_BENCH_SQUARING").ok()?;
+    match v.as_str() {
+        "karatsuba" => Some(mb::Squaring::Karatsuba),
+        "columns" => Some(mb::Squaring::Columns),
+        _ => panic!("MB_BENCH_SQUARING={v:?}: not karatsuba or columns"),
+    }
+}
+
 /// `MB_BENCH_ROUNDS`: rounds of the alternating mode, if set.
 fn alternate_rounds() -> Option<usize> {
     let v = std::env::var("MB_BENCH_ROUNDS").ok()?;
@@ -792,6 +805,11 @@ fn main() {
 
     let missing = mb::ifma_missing_reason();
     let engine = match Engine::ifma() {
+        Some(Engine::Ifma(token)) => {
+            let squaring = squaring_override().unwrap_or(token.squaring());
+            println!("squarings: {}", squaring.name());
+            Engine::Ifma(token.with_squaring(squaring))
+        }
         Some(e) => e,
         None => {
             let reason = missing.as_deref().unwrap_or("not detected");

@@ -4,8 +4,8 @@
 //! fault check's); and its secret-taint check under valgrind.
 //!
 //! Each case runs on the portable lanes and, where the CPU has AVX-512 IFMA, on the IFMA lanes
-//! too (which must also agree with the portable ones bit for bit). Without IFMA the IFMA half
-//! is skipped with a message saying so.
+//! too, once with each way of squaring (`mb::Squaring`; every run must agree with the portable
+//! one bit for bit). Without IFMA the IFMA half is skipped with a message saying so.
 
 use kae::ffi::memcheck::{mark_public_words, mark_secret_words};
 use kae::mb::{self, Engine, Lane, Size};
@@ -25,7 +25,11 @@ fn words(x: &BigUint, w: usize) -> Vec<u64> {
 fn engines() -> Vec<Engine> {
     let mut v = vec![Engine::Portable];
     match Engine::ifma() {
-        Some(e) => v.push(e),
+        Some(Engine::Ifma(token)) => v.extend(
+            [mb::Squaring::Karatsuba, mb::Squaring::Columns]
+                .map(|s| Engine::Ifma(token.with_squaring(s))),
+        ),
+        Some(Engine::Portable) => unreachable!("Engine::ifma is IFMA"),
         None => skip::skipped(
             "mb_kernel's AVX-512 IFMA engine natively (portable lanes tested; \
              scripts/ifma-emulate.sh runs the IFMA code)",
@@ -69,7 +73,7 @@ fn check(size: Size, cases: &[Case], exp_bits: usize) -> Vec<BigUint> {
                 got[i],
                 want,
                 "{} {size:?} lane {i}: m={:x} b={:x} e={:x}",
-                engine.name(),
+                format_args!("{engine:?}"),
                 c.m,
                 c.b,
                 c.e
@@ -105,7 +109,7 @@ fn check(size: Size, cases: &[Case], exp_bits: usize) -> Vec<BigUint> {
                 r,
                 got[i],
                 "{} {size:?} public exponent, lane {i}",
-                engine.name()
+                format_args!("{engine:?}")
             );
         }
         match &first {
@@ -373,7 +377,7 @@ fn kernel_calls_fit_on_a_small_stack() {
         assert!(
             done.is_ok(),
             "{}: a kernel call failed on a small stack",
-            engine.name()
+            format_args!("{engine:?}")
         );
     }
 }

@@ -46,7 +46,11 @@ pub fn usable_here(cfg: &MbConfig) -> Result<Engine, String> {
 
 /// The start-up line: engine, batch shape and thresholds.
 pub fn startup_line(cfg: &MbConfig) -> String {
-    let engine = usable_here(cfg).map_or("none", Engine::name);
+    let engine = match usable_here(cfg) {
+        Ok(Engine::Ifma(token)) => format!("avx512-ifma (squarings: {})", token.squaring().name()),
+        Ok(e) => e.name().to_string(),
+        Err(_) => "none".to_string(),
+    };
     format!(
         "multi-buffer: engine {engine}; {PER_CALL} requests per kernel call (p and q halves \
          side by side), computed by the request that fills the call (or by the flusher when it \

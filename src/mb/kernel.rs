@@ -28,7 +28,7 @@
 //! same count.
 
 #[cfg(target_arch = "x86_64")]
-use super::cpu::IfmaToken;
+use super::cpu::{IfmaToken, Squaring};
 use super::lanes::{select, Lanes, MASK52};
 
 #[cfg(target_arch = "x86_64")]
@@ -222,12 +222,13 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     }
 
     /// r = a²/R mod m, below 2m, for a below 2m, normalised; the result is `mul(a, a)`'s, bit
-    /// for bit. The product comes from Karatsuba's identity ([`karatsuba_square`]) at every
-    /// size; up to [`FUSED_MAX`] limbs the reduction runs row by row ([`Self::sqr_then`]),
-    /// larger N take [`wide::sqr`].
+    /// for bit. Up to [`FUSED_MAX`] limbs the product's columns come from Karatsuba's identity
+    /// ([`karatsuba_square`]) when `KARATSUBA`, else from all the schoolbook products
+    /// ([`square_columns`]), and the reduction runs row by row ([`Self::sqr_then`]); larger N
+    /// take [`wide::sqr`] (Karatsuba's identity either way).
     #[inline(always)]
-    fn sqr(&self, a: &[V; N], r: &mut [V; N]) {
-        self.sqr_then(
+    fn sqr<const KARATSUBA: bool>(&self, a: &[V; N], r: &mut [V; N]) {
+        self.sqr_then::<KARATSUBA>(
             a,
             r,
             #[inline(always)]
@@ -237,15 +238,20 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
 
     /// [`Self::sqr`], calling `after_row(i)` after each reduction row i, so that other work is
     /// interleaved with the rows (under [`wide::sqr`], after the whole squaring). The columns
-    /// come from [`karatsuba_square`], then the N reduction rows of [`Self::mul`]; q depends
-    /// only on the value, hence the bit-exact result.
+    /// come from [`karatsuba_square`] or [`square_columns`], then the N reduction rows of
+    /// [`Self::mul`]; q depends only on the value, hence the bit-exact result.
     ///
     /// Pass `after_row` as an `#[inline(always)]` closure: a closure is a function of its own,
     /// without the IFMA entry's target features, and if the inliner leaves it out of line,
     /// every intrinsic in it becomes a call and the exponentiation runs many times slower,
     /// with correct results. `scripts/ifma-inlined.sh` checks the built kernel for such calls.
     #[inline(always)]
-    fn sqr_then(&self, a: &[V; N], r: &mut [V; N], mut after_row: impl FnMut(usize)) {
+    fn sqr_then<const KARATSUBA: bool>(
+        &self,
+        a: &[V; N],
+        r: &mut [V; N],
+        mut after_row: impl FnMut(usize),
+    ) {
         if N > FUSED_MAX {
             wide::sqr::<V, N, { wide::ROWS }>(self, a, r);
             for i in 0..N {
@@ -255,7 +261,11 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
         }
         let m = &self.m;
         let mut t = [V::zero(); 2 * FUSED_MAX];
-        karatsuba_square(a, &mut t);
+        if KARATSUBA {
+            karatsuba_square(a, &mut t);
+        } else {
+            t = square_columns::<V>(a);
+        }
         let mut acc = [V::zero(); N];
         unroll_short!(V: j in 0..N, {
             acc[j] = t[j];
@@ -360,7 +370,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
         }
         let mut y = [V::zero(); N];
         for _ in 0..k {
-            self.sqr(&x, &mut y);
+            self.sqr::<true>(&x, &mut y);
             x = y;
         }
         self.sub_if_ge(&x)
@@ -518,22 +528,25 @@ pub(crate) struct ExpCall<'a> {
 
 /// [`exp_n`] or [`exp_public_n`], as `call.kind` says.
 #[inline(always)]
-fn exp_kind_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
+fn exp_kind_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
+    call: &ExpCall<'_>,
+    out: &mut Interleaved,
+) {
     match call.kind {
-        Exponent::Secret if N <= FUSED_MAX => exp_half_n::<V, N>(call, out),
-        Exponent::Secret => exp_n::<V, N>(call, out),
-        Exponent::Public => exp_public_n::<V, N>(call, out),
+        Exponent::Secret if N <= FUSED_MAX => exp_half_n::<V, KARATSUBA, N>(call, out),
+        Exponent::Secret => exp_n::<V, KARATSUBA, N>(call, out),
+        Exponent::Public => exp_public_n::<V, KARATSUBA, N>(call, out),
     }
 }
 
-/// Calls `$f::<$V, N>($args)` for the limb count `$n` (one of `Size::limbs52`).
+/// Calls `$f::<$V, [$K,] N>($args)` for the limb count `$n` (one of `Size::limbs52`).
 macro_rules! by_limbs {
-    ($n:expr, $f:ident::<$V:ty>($($arg:expr),*)) => {
+    ($n:expr, $f:ident::<$V:ty $(, $K:literal)?>($($arg:expr),*)) => {
         match $n {
-            10 => $f::<$V, 10>($($arg),*),
-            20 => $f::<$V, 20>($($arg),*),
-            30 => $f::<$V, 30>($($arg),*),
-            40 => $f::<$V, 40>($($arg),*),
+            10 => $f::<$V, $($K,)? 10>($($arg),*),
+            20 => $f::<$V, $($K,)? 20>($($arg),*),
+            30 => $f::<$V, $($K,)? 30>($($arg),*),
+            40 => $f::<$V, $($K,)? 40>($($arg),*),
             n => panic!("the kernel takes 10, 20, 30 or 40 limbs, not {n}"),
         }
     };
@@ -548,11 +561,12 @@ pub(crate) fn r_squared_portable(m: &Interleaved, k0: &[u64; 8], rr: &mut Interl
     )
 }
 
-/// [`exp_n`] or [`exp_public_n`] on the portable lanes.
+/// [`exp_n`] or [`exp_public_n`] on the portable lanes (squarings by Karatsuba's identity:
+/// the results are the same bit for bit either way).
 pub(crate) fn exp_portable(call: &ExpCall<'_>, out: &mut Interleaved) {
     by_limbs!(
         call.m.len(),
-        exp_kind_n::<super::lanes::Portable>(call, out)
+        exp_kind_n::<super::lanes::Portable, true>(call, out)
     )
 }
 
@@ -565,12 +579,19 @@ pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &
     unsafe { by_limbs!(m.len(), r_squared_ifma_n::<ifma::Ifma>(m, k0, low, rr)) }
 }
 
-/// [`exp_n`] or [`exp_public_n`] on AVX-512 IFMA; the token proves the CPU has it.
+/// [`exp_n`] or [`exp_public_n`] on AVX-512 IFMA, with the token's squaring; the token
+/// proves the CPU has it.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
-pub(crate) fn exp_ifma(_: IfmaToken, call: &ExpCall<'_>, out: &mut Interleaved) {
+pub(crate) fn exp_ifma(token: IfmaToken, call: &ExpCall<'_>, out: &mut Interleaved) {
+    let n = call.m.len();
     // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
-    unsafe { by_limbs!(call.m.len(), exp_ifma_n::<ifma::Ifma>(call, out)) }
+    unsafe {
+        match token.squaring() {
+            Squaring::Karatsuba => by_limbs!(n, exp_ifma_n::<ifma::Ifma, true>(call, out)),
+            Squaring::Columns => by_limbs!(n, exp_ifma_n::<ifma::Ifma, false>(call, out)),
+        }
+    }
 }
 
 // One function per limb count (not inlined into the dispatch): each has a stack frame sized
@@ -597,8 +618,11 @@ unsafe fn r_squared_ifma_n<V: Lanes, const N: usize>(
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[inline(never)]
 #[allow(unsafe_code)]
-unsafe fn exp_ifma_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
-    exp_kind_n::<V, N>(call, out)
+unsafe fn exp_ifma_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
+    call: &ExpCall<'_>,
+    out: &mut Interleaved,
+) {
+    exp_kind_n::<V, KARATSUBA, N>(call, out)
 }
 
 #[cfg(test)]
@@ -664,8 +688,9 @@ mod tests {
         }
     }
 
-    /// The Karatsuba squaring against `mul(a, a)` (bit for bit, each lane its own number) and
-    /// num-bigint, with the halves' sum carrying out (lo = B^h − 1) and not, at 2m − 1 and 0.
+    /// Both squarings against `mul(a, a)` (bit for bit, each lane its own number) and
+    /// num-bigint, with the Karatsuba halves' sum carrying out (lo = B^h − 1) and not, at
+    /// 2m − 1 and 0.
     fn squaring_is_the_product<const N: usize>() {
         let r = BigUint::from(1u8) << (52 * N);
         let bh = BigUint::from(1u8) << (26 * N);
@@ -697,10 +722,16 @@ mod tests {
                     a[j].0[lane] = l.0[0];
                 }
             }
-            let (mut sq, mut prod) = ([Portable([0; 8]); N], [Portable([0; 8]); N]);
-            md.sqr(&a, &mut sq);
+            let (mut sq, mut cols, mut prod) = (
+                [Portable([0; 8]); N],
+                [Portable([0; 8]); N],
+                [Portable([0; 8]); N],
+            );
+            md.sqr::<true>(&a, &mut sq);
+            md.sqr::<false>(&a, &mut cols);
             md.mul(&a, &a, &mut prod);
             assert_eq!(sq, prod, "N = {N}: sqr(a) is mul(a, a)");
+            assert_eq!(cols, prod, "N = {N}: the columns' sqr(a) is mul(a, a)");
             for (lane, v) in lanes.iter().enumerate() {
                 let got = value(&sq, lane);
                 assert_eq!(&got % &m, v * v * &r_inv % &m, "N = {N}, lane {lane}");

@@ -24,7 +24,7 @@ use crate::ffi::stack::on_kernel_stack;
 use crate::rsa::ct_limbs::{self, Limbs};
 use zeroize::{Zeroize, Zeroizing};
 
-pub use cpu::IfmaToken;
+pub use cpu::{IfmaToken, Squaring};
 pub use lanes::ifma_available;
 
 /// Lanes per call.

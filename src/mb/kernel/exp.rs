@@ -25,7 +25,10 @@ const fn window_for(n: usize) -> usize {
 /// - `exp`: 64-bit words per lane, little-endian; only the low `exp_bits` bits are read;
 /// - `out`: N limbs, fully reduced (below m).
 #[inline(always)]
-pub(super) fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
+pub(super) fn exp_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
+    call: &ExpCall<'_>,
+    out: &mut Interleaved,
+) {
     let (exp, exp_bits) = (call.exp, call.exp_bits);
     let mut md = modulus::<V, N>(call.m, call.k0);
     // The working numbers live on the heap: a caller may be an OpenSSL async job, whose
@@ -52,7 +55,7 @@ pub(super) fn exp_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Inte
         let idx = idx[0];
         if win + 1 < windows {
             for _ in 0..window {
-                md.sqr(acc, tmp);
+                md.sqr::<KARATSUBA>(acc, tmp);
                 core::mem::swap(&mut acc, &mut tmp);
             }
         }
@@ -146,7 +149,10 @@ fn window_value<V: Lanes>(exp: &Interleaved, exp_bits: usize, window: usize, win
 /// the sizes that come here, [`HALF_SLACK_BITS`](super::HALF_SLACK_BITS)); a squaring takes that to below
 /// m + (2.3m)²/R < 2m, and leaving Montgomery form to at most m.
 #[inline(always)]
-pub(super) fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
+pub(super) fn exp_half_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
+    call: &ExpCall<'_>,
+    out: &mut Interleaved,
+) {
     let (exp, exp_bits) = (call.exp, call.exp_bits);
     let mut md = modulus::<V, N>(call.m, call.k0);
     let window = window_for(N);
@@ -184,7 +190,7 @@ pub(super) fn exp_half_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut
             for s in 0..window {
                 // Entry 0 starts the selection in every lane: compared with a zero key.
                 let first_key = if s == 0 { V::zero() } else { idx };
-                md.sqr_then(
+                md.sqr_then::<KARATSUBA>(
                     acc,
                     tmp,
                     #[inline(always)]
@@ -261,7 +267,10 @@ fn scan_limb<V: Lanes, const N: usize>(
 /// lane by mask. Time depends on the exponents (public) and never on `base` or `m`. Same
 /// layout and conditions as [`exp_n`]; `exp_bits` is the longest exponent's length.
 #[inline(always)]
-pub(super) fn exp_public_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &mut Interleaved) {
+pub(super) fn exp_public_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
+    call: &ExpCall<'_>,
+    out: &mut Interleaved,
+) {
     let (exp, exp_bits) = (call.exp, call.exp_bits);
     let md = modulus::<V, N>(call.m, call.k0);
     // On the heap, as in `exp_n`.
@@ -279,7 +288,7 @@ pub(super) fn exp_public_n<V: Lanes, const N: usize>(call: &ExpCall<'_>, out: &m
     *x = *tmp;
     for bit in (0..exp_bits).rev() {
         if bit + 1 < exp_bits {
-            md.sqr(acc, tmp);
+            md.sqr::<KARATSUBA>(acc, tmp);
             *acc = *tmp;
         }
         let mut bits = [0u64; 8];

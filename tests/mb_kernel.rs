@@ -4,8 +4,9 @@
 //! fault check's); and its secret-taint check under valgrind.
 //!
 //! Each case runs on the portable lanes and, where the CPU has AVX-512 IFMA, on the IFMA lanes
-//! too, once with each way of squaring (`mb::Squaring`; every run must agree with the portable
-//! one bit for bit). Without IFMA the IFMA half is skipped with a message saying so.
+//! too, each once with each way of squaring (`mb::Squaring`; every run must agree with the
+//! first portable one bit for bit). Without IFMA the IFMA half is skipped with a message
+//! saying so.
 
 use kae::ffi::memcheck::{mark_public_words, mark_secret_words};
 use kae::mb::{self, Engine, Lane, Size};
@@ -23,13 +24,13 @@ fn words(x: &BigUint, w: usize) -> Vec<u64> {
 }
 
 fn engines() -> Vec<Engine> {
-    let mut v = vec![Engine::Portable];
+    let mut v = vec![Engine::Portable, Engine::PortableColumns];
     match Engine::ifma() {
         Some(Engine::Ifma(token)) => v.extend(
             [mb::Squaring::Karatsuba, mb::Squaring::Columns]
                 .map(|s| Engine::Ifma(token.with_squaring(s))),
         ),
-        Some(Engine::Portable) => unreachable!("Engine::ifma is IFMA"),
+        Some(other) => unreachable!("Engine::ifma gave {other:?}"),
         None => skip::skipped(
             "mb_kernel's AVX-512 IFMA engine natively (portable lanes tested; \
              scripts/ifma-emulate.sh runs the IFMA code)",
@@ -264,8 +265,9 @@ const CHILD: &str = "KAE_MB_TAINT_CHILD";
 /// Runs under valgrind (started by the test below); not a test on its own. The moduli, bases
 /// and exponents are marked undefined (the public-exponent routine's exponents excepted): any
 /// branch, address or length that depends on them is a memcheck error. valgrind has no AVX-512,
-/// so this checks the portable instantiation of the generic kernel; the IFMA one runs the same
-/// code with instruction-for-lane operations that are themselves constant time. Two sizes:
+/// so this checks the portable instantiations of the generic kernel (with each squaring); the
+/// IFMA ones run the same code with instruction-for-lane operations that are themselves
+/// constant time. Two sizes:
 /// 512 bits (the fused rows) and 1536 bits with a 64-bit exponent (the blocked products of
 /// `mb::kernel::wide`, kept short for valgrind's sake).
 #[test]
@@ -309,10 +311,12 @@ fn taint_size(size: Size, exp_bits: usize, seed: u64) {
             exp: e,
         })
         .collect();
-    let got = mb::mod_exp(Engine::Portable, size, &lanes, exp_bits).unwrap();
-    for (r, (m, b, e)) in got.iter().zip(&cases) {
-        mark_public_words(r);
-        assert_eq!(from_words(r), b.modpow(e, m), "{size:?}");
+    for engine in [Engine::Portable, Engine::PortableColumns] {
+        let got = mb::mod_exp(engine, size, &lanes, exp_bits).unwrap();
+        for (r, (m, b, e)) in got.iter().zip(&cases) {
+            mark_public_words(r);
+            assert_eq!(from_words(r), b.modpow(e, m), "{size:?}, {engine:?}");
+        }
     }
     // The fault check's routine: moduli and bases secret (a blinded result), exponents public.
     let public_e: Vec<Vec<u64>> = (0..8).map(|i| vec![[65537u64, 3, 17][i % 3]]).collect();

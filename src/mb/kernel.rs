@@ -570,6 +570,15 @@ pub(crate) fn exp_portable(call: &ExpCall<'_>, out: &mut Interleaved) {
     )
 }
 
+/// [`exp_portable`] with the squarings by columns (the IFMA engine's on Intel), for the
+/// secret-taint check.
+pub(crate) fn exp_portable_columns(call: &ExpCall<'_>, out: &mut Interleaved) {
+    by_limbs!(
+        call.m.len(),
+        exp_kind_n::<super::lanes::Portable, false>(call, out)
+    )
+}
+
 /// [`r_squared_n`] on AVX-512 IFMA; the token proves the CPU has it.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]

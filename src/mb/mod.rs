@@ -88,6 +88,11 @@ pub enum Engine {
     Ifma(IfmaToken),
     /// Plain `u64` arithmetic (tests, and the secret-taint check without IFMA).
     Portable,
+    /// [`Engine::Portable`] with the squarings by columns ([`Squaring::Columns`], the IFMA
+    /// engine's on Intel; the portable engine's are Karatsuba's): for the secret-taint check,
+    /// which runs under valgrind, without AVX-512. Never configured.
+    #[doc(hidden)]
+    PortableColumns,
 }
 
 impl Engine {
@@ -100,6 +105,7 @@ impl Engine {
         match self {
             Engine::Ifma(_) => "avx512-ifma",
             Engine::Portable => "portable",
+            Engine::PortableColumns => "portable (squarings: columns)",
         }
     }
 }
@@ -372,7 +378,9 @@ impl Prepared {
             Engine::Ifma(token) => kernel::r_squared_ifma(token, &m, &k0, &mut rr),
             #[cfg(not(target_arch = "x86_64"))]
             Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
-            Engine::Portable => kernel::r_squared_portable(&m, &k0, &mut rr),
+            Engine::Portable | Engine::PortableColumns => {
+                kernel::r_squared_portable(&m, &k0, &mut rr)
+            }
         })
         .ok_or(KaeError::OutOfMemory)?;
         let lane_of = |v: &kernel::Interleaved, lane: usize| -> Zeroizing<Vec<u64>> {
@@ -487,6 +495,7 @@ fn run_prepared(
         #[cfg(not(target_arch = "x86_64"))]
         Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
         Engine::Portable => kernel::exp_portable(&call, &mut out),
+        Engine::PortableColumns => kernel::exp_portable_columns(&call, &mut out),
     })
     .ok_or(KaeError::OutOfMemory)?;
     let mut results = Vec::with_capacity(lanes.len());

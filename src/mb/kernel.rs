@@ -540,6 +540,7 @@ fn exp_kind_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
 }
 
 /// Calls `$f::<$V, [$K,] N>($args)` for the limb count `$n` (one of `Size::limbs52`).
+/// (`$K`, the squaring, makes no difference above [`FUSED_MAX`] limbs.)
 macro_rules! by_limbs {
     ($n:expr, $f:ident::<$V:ty $(, $K:literal)?>($($arg:expr),*)) => {
         match $n {
@@ -593,12 +594,19 @@ pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 pub(crate) fn exp_ifma(token: IfmaToken, call: &ExpCall<'_>, out: &mut Interleaved) {
-    let n = call.m.len();
-    // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
+    use ifma::Ifma;
+    let karatsuba = token.squaring() == Squaring::Karatsuba;
+    // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA. Above
+    // FUSED_MAX limbs the squaring does not depend on the choice: one build serves both.
     unsafe {
-        match token.squaring() {
-            Squaring::Karatsuba => by_limbs!(n, exp_ifma_n::<ifma::Ifma, true>(call, out)),
-            Squaring::Columns => by_limbs!(n, exp_ifma_n::<ifma::Ifma, false>(call, out)),
+        match (call.m.len(), karatsuba) {
+            (10, true) => exp_ifma_n::<Ifma, true, 10>(call, out),
+            (10, false) => exp_ifma_n::<Ifma, false, 10>(call, out),
+            (20, true) => exp_ifma_n::<Ifma, true, 20>(call, out),
+            (20, false) => exp_ifma_n::<Ifma, false, 20>(call, out),
+            (30, _) => exp_ifma_n::<Ifma, true, 30>(call, out),
+            (40, _) => exp_ifma_n::<Ifma, true, 40>(call, out),
+            (n, _) => panic!("the kernel takes 10, 20, 30 or 40 limbs, not {n}"),
         }
     }
 }

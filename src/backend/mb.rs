@@ -47,7 +47,9 @@ pub fn usable_here(cfg: &MbConfig) -> Result<Engine, String> {
 /// The start-up line: engine, batch shape and thresholds.
 pub fn startup_line(cfg: &MbConfig) -> String {
     let engine = match usable_here(cfg) {
-        Ok(Engine::Ifma(token)) => format!("avx512-ifma (squarings: {})", token.squaring().name()),
+        Ok(e @ Engine::Ifma(token)) => {
+            format!("{} (squarings: {})", e.name(), token.squaring().name())
+        }
         Ok(e) => e.name().to_string(),
         Err(_) => "none".to_string(),
     };

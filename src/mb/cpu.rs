@@ -29,13 +29,17 @@ pub enum Squaring {
 
 impl Squaring {
     /// The method measured faster on this CPU's maker: [`Squaring::Columns`] on Intel,
-    /// [`Squaring::Karatsuba`] elsewhere.
+    /// [`Squaring::Karatsuba`] elsewhere. CPUID is asked once per process (in a virtual
+    /// machine it traps to the hypervisor).
     pub fn for_this_cpu() -> Squaring {
-        if cpu_vendor() == *b"GenuineIntel" {
-            Squaring::Columns
-        } else {
-            Squaring::Karatsuba
-        }
+        static CHOSEN: std::sync::OnceLock<Squaring> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            if cpu_vendor() == *b"GenuineIntel" {
+                Squaring::Columns
+            } else {
+                Squaring::Karatsuba
+            }
+        })
     }
 
     pub fn name(self) -> &'static str {

@@ -542,7 +542,7 @@ fn exp_kind_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
 /// Calls `$f::<$V, [$K,] N>($args)` for the limb count `$n` (one of `Size::limbs52`).
 /// (`$K`, the squaring, makes no difference above [`FUSED_MAX`] limbs.)
 macro_rules! by_limbs {
-    ($n:expr, $f:ident::<$V:ty $(, $K:literal)?>($($arg:expr),*)) => {
+    ($n:expr, $f:ident::<$V:ty $(, $K:ident)?>($($arg:expr),*)) => {
         match $n {
             10 => $f::<$V, $($K,)? 10>($($arg),*),
             20 => $f::<$V, $($K,)? 20>($($arg),*),
@@ -562,21 +562,13 @@ pub(crate) fn r_squared_portable(m: &Interleaved, k0: &[u64; 8], rr: &mut Interl
     )
 }
 
-/// [`exp_n`] or [`exp_public_n`] on the portable lanes (squarings by Karatsuba's identity:
-/// the results are the same bit for bit either way).
-pub(crate) fn exp_portable(call: &ExpCall<'_>, out: &mut Interleaved) {
+/// [`exp_n`] or [`exp_public_n`] on the portable lanes, squarings by Karatsuba's identity
+/// when `KARATSUBA` (the portable engine's), else by columns (the IFMA engine's on Intel,
+/// here for the secret-taint check); the results are the same bit for bit either way.
+pub(crate) fn exp_portable<const KARATSUBA: bool>(call: &ExpCall<'_>, out: &mut Interleaved) {
     by_limbs!(
         call.m.len(),
-        exp_kind_n::<super::lanes::Portable, true>(call, out)
-    )
-}
-
-/// [`exp_portable`] with the squarings by columns (the IFMA engine's on Intel), for the
-/// secret-taint check.
-pub(crate) fn exp_portable_columns(call: &ExpCall<'_>, out: &mut Interleaved) {
-    by_limbs!(
-        call.m.len(),
-        exp_kind_n::<super::lanes::Portable, false>(call, out)
+        exp_kind_n::<super::lanes::Portable, KARATSUBA>(call, out)
     )
 }
 

@@ -256,7 +256,7 @@ pub fn exp_portable_interleaved(
         exp_bits,
         out,
         kernel::r_squared_portable,
-        kernel::exp_portable,
+        kernel::exp_portable::<true>,
     )
 }
 
@@ -494,8 +494,8 @@ fn run_prepared(
         Engine::Ifma(token) => kernel::exp_ifma(token, &call, &mut out),
         #[cfg(not(target_arch = "x86_64"))]
         Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
-        Engine::Portable => kernel::exp_portable(&call, &mut out),
-        Engine::PortableColumns => kernel::exp_portable_columns(&call, &mut out),
+        Engine::Portable => kernel::exp_portable::<true>(&call, &mut out),
+        Engine::PortableColumns => kernel::exp_portable::<false>(&call, &mut out),
     })
     .ok_or(KaeError::OutOfMemory)?;
     let mut results = Vec::with_capacity(lanes.len());

@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 """The instruction mix of the hot loops of a built IFMA kernel, read from its disassembly.
 
-For every loop (a backward jump) with at least MIN_PRODUCTS `vpmadd52` inside the named
-functions, prints one row: its instructions, products (and of them those with a memory
-operand), masked loads (blends) and masked stores, other vector operations (zeroing idioms
-left out), register-to-register moves, loads and stores. Nested loops each get a row. These are counts, not time: on an Intel core every vector operation but
-loads and stores shares the two ports of the products, so products + masked loads + other
-vector operations is the port budget of one iteration (docs/MULTIBUFFER.md, "what crypto_mb's
-squaring does that kae's does not").
+For every loop (a backward jump) with at least N products (`vpmadd52`) in the functions
+named, one row: its instructions, products (and of them those with a memory operand),
+masked loads (blends) and masked stores, other vector operations (zeroing idioms left out),
+register-to-register moves, loads and stores. Nested loops each get a row. Counts, not time:
+on Intel cores every vector operation but loads and stores shares the products' two ports,
+so products + masked loads + other vector operations estimate one iteration's port budget
+(docs/MULTIBUFFER.md, 2026-12-06, later, says how far that estimate went).
 
 usage: scripts/ifma-loops.py [--min-products N] BINARY [FUNCTION_REGEX]
-  BINARY          a built bench or libkae.so (e.g. target/release/deps/mb_kernel-*), or
-                  crypto_mb's libcrypto_mb.so.12.1 (../shared/reference/crypto_mb/lib/)
-  FUNCTION_REGEX  functions to read (default: kae's exp_ifma_n and crypto_mb's AMS/AMM/AHMM)
+  --min-products N  rows only for loops with at least N products (default 200)
+  BINARY            a built bench or libkae.so (e.g. target/release/deps/mb_kernel-*), or
+                    crypto_mb's libcrypto_mb.so.12.1 (../shared/reference/crypto_mb/lib/)
+  FUNCTION_REGEX    functions to read (default: kae's exp_ifma_n, crypto_mb's AMS/AMM/AHMM)
 """
+import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -47,10 +51,13 @@ def classify(op, args):
 
 
 def functions(binary, pattern):
-    out = subprocess.run(
+    run = subprocess.run(
         ["objdump", "-d", "--no-show-raw-insn", "-C", binary],
-        check=True, capture_output=True, text=True,
-    ).stdout
+        capture_output=True, text=True,
+    )
+    if run.returncode != 0:
+        raise SystemExit(f"ifma-loops.py: objdump cannot read {binary}: {run.stderr.strip()}")
+    out = run.stdout
     name, body = None, []
     for line in out.splitlines():
         m = re.match(r"^([0-9a-f]+) <(.*)>:$", line)
@@ -66,16 +73,39 @@ def functions(binary, pattern):
         yield name, body
 
 
+def usage_error(message):
+    print(f"ifma-loops.py: {message} (see --help)", file=sys.stderr)
+    return 2
+
+
 def main(argv):
-    min_products = 200
-    if len(argv) > 1 and argv[1] == "--min-products":
-        min_products = int(argv[2])
-        argv = argv[:1] + argv[3:]
-    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+    args = argv[1:]
+    if args and args[0] in ("-h", "--help"):
         print(__doc__.strip())
-        return 0 if len(argv) >= 2 else 2
-    binary = argv[1]
-    pattern = argv[2] if len(argv) > 2 else DEFAULT_FUNCTIONS
+        return 0
+    min_products = 200
+    if args and args[0] == "--min-products":
+        if len(args) < 2 or not args[1].isdigit() or int(args[1]) < 1:
+            return usage_error("--min-products takes a positive whole number")
+        min_products = int(args[1])
+        args = args[2:]
+    if not args or len(args) > 2:
+        return usage_error("expected BINARY [FUNCTION_REGEX]")
+    if args[0].startswith("-"):
+        return usage_error(f"unknown option {args[0]!r}")
+    binary = args[0]
+    if not os.path.exists(binary):
+        return usage_error(f"{binary}: no such file")
+    if not os.path.isfile(binary):
+        return usage_error(f"{binary}: not a regular file")
+    pattern = args[1] if len(args) > 1 else DEFAULT_FUNCTIONS
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        return usage_error(f"FUNCTION_REGEX {pattern!r}: {e}")
+    if shutil.which("objdump") is None:
+        print("ifma-loops.py: objdump not found (binutils)", file=sys.stderr)
+        return 2
     columns = ["products", "products (memory operand)", "masked loads", "masked stores",
                "other vector operations", "register moves", "loads", "stores"]
     found = 0
@@ -109,4 +139,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly
     sys.exit(main(sys.argv))

@@ -122,7 +122,9 @@ unsafe fn product_on<const K: usize>(p: &Prepared, a: &[u64], b: &[u64], t: &mut
         av[v] = load(&a52[v]);
         mv[v] = load(&p.m[v]);
     }
-    let k0 = p.k0;
+    // q = acc₀·k0 mod 2^52 as a product in the vector unit, its lane 0 broadcast: q is on
+    // each row's dependency chain, and this is shorter than a trip through a general register.
+    let k0 = _mm512_set1_epi64(p.k0 as i64);
     let mut acc = [zero; K];
     let mut hi = [zero; K];
     for &digit in &b52.as_flattened()[..p.full_rows] {
@@ -131,8 +133,8 @@ unsafe fn product_on<const K: usize>(p: &Prepared, a: &[u64], b: &[u64], t: &mut
             acc[v] = _mm512_madd52lo_epu64(acc[v], av[v], bi);
             hi[v] = _mm512_madd52hi_epu64(zero, av[v], bi);
         }
-        let low = _mm_cvtsi128_si64(_mm512_castsi512_si128(acc[0])) as u64;
-        let q = _mm512_set1_epi64((low.wrapping_mul(k0) & MASK52) as i64);
+        let q = _mm512_madd52lo_epu64(zero, acc[0], k0);
+        let q = _mm512_broadcastq_epi64(_mm512_castsi512_si128(q));
         for v in 0..K {
             acc[v] = _mm512_madd52lo_epu64(acc[v], mv[v], q);
             hi[v] = _mm512_madd52hi_epu64(hi[v], mv[v], q);
@@ -155,8 +157,9 @@ unsafe fn product_on<const K: usize>(p: &Prepared, a: &[u64], b: &[u64], t: &mut
             acc[v] = _mm512_madd52lo_epu64(acc[v], av[v], bi);
             hi[v] = _mm512_madd52hi_epu64(zero, av[v], bi);
         }
-        let low = _mm_cvtsi128_si64(_mm512_castsi512_si128(acc[0])) as u64;
-        let q = _mm512_set1_epi64((low.wrapping_mul(k0) & ((1u64 << p.tail_bits) - 1)) as i64);
+        let tail_mask = _mm512_set1_epi64(((1u64 << p.tail_bits) - 1) as i64);
+        let q = _mm512_and_si512(_mm512_madd52lo_epu64(zero, acc[0], k0), tail_mask);
+        let q = _mm512_broadcastq_epi64(_mm512_castsi512_si128(q));
         for v in 0..K {
             acc[v] = _mm512_madd52lo_epu64(acc[v], mv[v], q);
             hi[v] = _mm512_madd52hi_epu64(hi[v], mv[v], q);

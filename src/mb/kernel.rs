@@ -539,16 +539,28 @@ fn exp_kind_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
     }
 }
 
-/// Calls `$f::<$V, [$K,] N>($args)` for the limb count `$n` (one of `Size::limbs52`).
-/// (`$K`, the squaring, makes no difference above [`FUSED_MAX`] limbs.)
+/// Calls `$f::<$V, N>($args)` for the limb count `$n` (one of `Size::limbs52`); with
+/// `karatsuba = $k`, `$f::<$V, K, N>` with K the squaring (Karatsuba's when true): one build
+/// per squaring up to [`FUSED_MAX`] limbs, one above (Karatsuba's there either way).
 macro_rules! by_limbs {
-    ($n:expr, $f:ident::<$V:ty $(, $K:ident)?>($($arg:expr),*)) => {
+    ($n:expr, $f:ident::<$V:ty>($($arg:expr),*)) => {
         match $n {
-            10 => $f::<$V, $($K,)? 10>($($arg),*),
-            20 => $f::<$V, $($K,)? 20>($($arg),*),
-            30 => $f::<$V, $($K,)? 30>($($arg),*),
-            40 => $f::<$V, $($K,)? 40>($($arg),*),
+            10 => $f::<$V, 10>($($arg),*),
+            20 => $f::<$V, 20>($($arg),*),
+            30 => $f::<$V, 30>($($arg),*),
+            40 => $f::<$V, 40>($($arg),*),
             n => panic!("the kernel takes 10, 20, 30 or 40 limbs, not {n}"),
+        }
+    };
+    ($n:expr, karatsuba = $k:expr, $f:ident::<$V:ty>($($arg:expr),*)) => {
+        match ($n, $k) {
+            (10, true) => $f::<$V, true, 10>($($arg),*),
+            (10, false) => $f::<$V, false, 10>($($arg),*),
+            (20, true) => $f::<$V, true, 20>($($arg),*),
+            (20, false) => $f::<$V, false, 20>($($arg),*),
+            (30, _) => $f::<$V, true, 30>($($arg),*),
+            (40, _) => $f::<$V, true, 40>($($arg),*),
+            (n, _) => panic!("the kernel takes 10, 20, 30 or 40 limbs, not {n}"),
         }
     };
 }
@@ -568,7 +580,8 @@ pub(crate) fn r_squared_portable(m: &Interleaved, k0: &[u64; 8], rr: &mut Interl
 pub(crate) fn exp_portable<const KARATSUBA: bool>(call: &ExpCall<'_>, out: &mut Interleaved) {
     by_limbs!(
         call.m.len(),
-        exp_kind_n::<super::lanes::Portable, KARATSUBA>(call, out)
+        karatsuba = KARATSUBA,
+        exp_kind_n::<super::lanes::Portable>(call, out)
     )
 }
 
@@ -586,20 +599,14 @@ pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 pub(crate) fn exp_ifma(token: IfmaToken, call: &ExpCall<'_>, out: &mut Interleaved) {
-    use ifma::Ifma;
     let karatsuba = token.squaring() == Squaring::Karatsuba;
-    // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA. Above
-    // FUSED_MAX limbs the squaring does not depend on the choice: one build serves both.
+    // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
     unsafe {
-        match (call.m.len(), karatsuba) {
-            (10, true) => exp_ifma_n::<Ifma, true, 10>(call, out),
-            (10, false) => exp_ifma_n::<Ifma, false, 10>(call, out),
-            (20, true) => exp_ifma_n::<Ifma, true, 20>(call, out),
-            (20, false) => exp_ifma_n::<Ifma, false, 20>(call, out),
-            (30, _) => exp_ifma_n::<Ifma, true, 30>(call, out),
-            (40, _) => exp_ifma_n::<Ifma, true, 40>(call, out),
-            (n, _) => panic!("the kernel takes 10, 20, 30 or 40 limbs, not {n}"),
-        }
+        by_limbs!(
+            call.m.len(),
+            karatsuba = karatsuba,
+            exp_ifma_n::<ifma::Ifma>(call, out)
+        )
     }
 }
 

@@ -35,7 +35,7 @@ STORE = re.compile(r",\s*-?(0x[0-9a-f]+|[0-9]+)?\(")
 def classify(op, args):
     if op.startswith("vpmadd52"):
         return "products (memory operand)" if "(" in args else "products"
-    if op.startswith(("vmov", "vmovnt")):
+    if op.startswith("vmov"):
         if "{%k" in args:
             return "masked stores" if re.search(r"\)\{%k", args) else "masked loads"
         if STORE.search(args):

@@ -237,7 +237,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
     }
 
     /// [`Self::sqr`], calling `after_row(i)` after each reduction row i, so that other work is
-    /// interleaved with the rows (under [`wide::sqr`], after the whole squaring). The columns
+    /// interleaved with the rows (under [`wide::sqr`], after each block of rows). The columns
     /// come from [`karatsuba_square`] or [`square_columns`], then the N reduction rows of
     /// [`Self::mul`]; q depends only on the value, hence the bit-exact result.
     ///
@@ -253,10 +253,7 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
         mut after_row: impl FnMut(usize),
     ) {
         if N > FUSED_MAX {
-            wide::sqr::<V, N, { wide::ROWS }>(self, a, r);
-            for i in 0..N {
-                after_row(i);
-            }
+            wide::sqr::<V, N, { wide::ROWS }>(self, a, r, after_row);
             return;
         }
         let m = &self.m;

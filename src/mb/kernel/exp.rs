@@ -1,21 +1,23 @@
 //! The exponentiations of the kernel: fixed windows over a table of powers scanned in full
-//! for secret exponents ([`exp_n`], and [`exp_half_n`] with its half products and the scan
-//! riding on the squarings' rows), binary for public ones ([`exp_public_n`]). Every loop
+//! for secret exponents, the scan riding on the window's squarings ([`exp_n`], and
+//! [`exp_half_n`] with its half products), binary for public ones ([`exp_public_n`]). Every loop
 //! bound and index depends on the limb count, `exp_bits` and the window width (public); a
 //! window's value only becomes lane masks.
 
 use super::{leave_montgomery, load, modulus, select, wipe, ExpCall, Interleaved, Lanes, Modulus};
 
-/// Window width of the fixed-window exponentiation for `n` limbs: 4 bits (a table of 16
-/// powers) up to 20 limbs, 5 bits (32) above; each measured faster at its sizes on IFMA
-/// hardware (the table scan weighs more against the smaller multiplications).
-const fn window_for(n: usize) -> usize {
-    if n <= 20 {
-        4
-    } else {
-        5
-    }
-}
+/// Window width of the fixed-window exponentiations: 4 bits, a table of 16 powers, at every
+/// size. Measured faster on IFMA hardware than 5 bits also at 30 and 40 limbs, where a table
+/// of 32 powers (60 and 80 KiB) outgrows the first-level data cache that each window's scan
+/// reads it through.
+const WINDOW: usize = 4;
+
+/// Table entries scanned after each of a window's squarings: the whole table over a window.
+const PER_SQUARING: usize = (1 << WINDOW) / WINDOW;
+const _: () = assert!(
+    PER_SQUARING * WINDOW == 1 << WINDOW,
+    "whole entries per squaring"
+);
 
 /// out = base^exp mod m in every lane, with `N` limbs (above [`FUSED_MAX`](super::FUSED_MAX); fewer take
 /// [`exp_half_n`]):
@@ -33,19 +35,23 @@ pub(super) fn exp_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
     let mut md = modulus::<V, N>(call.m, call.k0);
     // The working numbers live on the heap: a caller may be an OpenSSL async job, whose
     // stack is small.
-    let window = window_for(N);
+    let window = WINDOW;
     let table_len = 1 << window;
-    let mut table = vec![[V::zero(); N]; table_len];
-    let mut bufs = vec![[V::zero(); N]; 5];
-    let [acc, tmp, sel, x, rr_v] = &mut bufs[..] else {
-        unreachable!("five buffers")
+    // One number per entry, in the shape `scan_limb` shares with `exp_half_n`'s [t, tk].
+    let mut table = vec![[[V::zero(); N]; 1]; table_len];
+    #[allow(clippy::useless_vec)] // on the heap: see above
+    let mut sel = vec![[[V::zero(); N]; 1]];
+    let sel = &mut sel[0];
+    let mut bufs = vec![[V::zero(); N]; 4];
+    let [acc, tmp, x, rr_v] = &mut bufs[..] else {
+        unreachable!("four buffers")
     };
     // Results alternate between two buffers: swapping the references copies nothing.
     let (mut acc, mut tmp) = (acc, tmp);
     load(call.rr, rr_v);
     load(call.base, x);
 
-    powers(&md, x, rr_v, &mut table, |t| t, |t| t);
+    powers(&md, x, rr_v, &mut table, |e| &e[0], |e| &mut e[0]);
 
     // Windows from the top; the first takes the leftover bits (exp_bits mod window).
     let windows = exp_bits.div_ceil(window);
@@ -54,33 +60,42 @@ pub(super) fn exp_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
         idx[0] = window_value(exp, exp_bits, window, win);
         let idx = idx[0];
         if win + 1 < windows {
-            for _ in 0..window {
-                md.sqr::<KARATSUBA>(acc, tmp);
+            // The scan for the window's multiplication rides on its squarings: limb r of
+            // a share of the entries after each block of reduction rows that ends with row r,
+            // where its loads overlap the products. Entry 0 starts the selection in every
+            // lane: compared with a zero key.
+            for s in 0..window {
+                let first_key = if s == 0 { V::zero() } else { idx };
+                let entries = s * PER_SQUARING..(s + 1) * PER_SQUARING;
+                md.sqr_then::<KARATSUBA>(
+                    acc,
+                    tmp,
+                    #[inline(always)]
+                    |limb| scan_limb(&table, sel, (first_key, idx), entries.clone(), limb),
+                );
                 core::mem::swap(&mut acc, &mut tmp);
             }
-        }
-        // Full table scan: every entry is read, the lane's own is kept by mask.
-        *sel = table[0];
-        for (i, entry) in table.iter().enumerate().skip(1) {
-            let i = V::splat(i as u64);
-            for (s, &e) in sel.iter_mut().zip(entry) {
-                *s = s.take_where_eq(idx, i, e);
-            }
-        }
-        if win + 1 < windows {
-            md.mul(acc, sel, tmp);
+            md.mul(acc, &sel[0], tmp);
             core::mem::swap(&mut acc, &mut tmp);
         } else {
-            *acc = *sel;
+            // The top window is its entry: a full scan.
+            *sel = table[0];
+            for (i, entry) in table.iter().enumerate().skip(1) {
+                let i = V::splat(i as u64);
+                for (s, &e) in sel[0].iter_mut().zip(&entry[0]) {
+                    *s = s.take_where_eq(idx, i, e);
+                }
+            }
+            *acc = sel[0];
         }
     }
     if windows == 0 {
-        *acc = table[0]; // exponent of no bits: one
+        *acc = table[0][0]; // exponent of no bits: one
     }
 
-    leave_montgomery(&md, acc, sel, out);
+    leave_montgomery(&md, acc, tmp, out);
 
-    for t in table.iter_mut() {
+    for t in table.iter_mut().flatten().chain(sel.iter_mut()) {
         wipe(t);
     }
     wipe_call(&mut md, &mut bufs, &mut idx);
@@ -141,7 +156,7 @@ fn window_value<V: Lanes>(exp: &Interleaved, exp_bits: usize, window: usize, win
 /// - each table entry t is kept with tk = t·H⁻¹ mod m ([`Modulus::half_reduce`]), so that the
 ///   window's multiplication is [`Modulus::half_mul`] (3N² products instead of 4N²);
 /// - the scan for that multiplication rides along with the window's squarings: after row r
-///   of squaring s, limb r of entries s·E..(s+1)·E (E = entries / window), both numbers. Its
+///   of squaring s, limb r of entries s·E..(s+1)·E (E = [`PER_SQUARING`]), both numbers. Its
 ///   loads and masked stores take other ports than the rows' multiply-adds, so there they
 ///   cost little, where a pass of their own weighs on the whole exponentiation.
 ///
@@ -155,16 +170,11 @@ pub(super) fn exp_half_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
 ) {
     let (exp, exp_bits) = (call.exp, call.exp_bits);
     let mut md = modulus::<V, N>(call.m, call.k0);
-    let window = window_for(N);
+    let window = WINDOW;
     let table_len = 1 << window;
-    let per_squaring = table_len / window;
-    assert_eq!(
-        per_squaring * window,
-        table_len,
-        "whole entries per squaring"
-    );
     // On the heap, as in `exp_n`: [t, tk] per entry, and the two numbers selected.
     let mut table = vec![[[V::zero(); N]; 2]; table_len];
+    #[allow(clippy::useless_vec)] // on the heap: see above
     let mut sel = vec![[[V::zero(); N]; 2]];
     let sel = &mut sel[0];
     let mut bufs = vec![[V::zero(); N]; 4];
@@ -199,7 +209,7 @@ pub(super) fn exp_half_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
                             &table,
                             sel,
                             (first_key, idx),
-                            s * per_squaring..(s + 1) * per_squaring,
+                            s * PER_SQUARING..(s + 1) * PER_SQUARING,
                             row,
                         )
                     },
@@ -240,9 +250,9 @@ pub(super) fn exp_half_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
 /// branch: a branch here splits each squaring row in two, and the compiler then spills
 /// the row's accumulators around it.
 #[inline(always)]
-fn scan_limb<V: Lanes, const N: usize>(
-    table: &[[[V; N]; 2]],
-    sel: &mut [[V; N]; 2],
+fn scan_limb<V: Lanes, const N: usize, const H: usize>(
+    table: &[[[V; N]; H]],
+    sel: &mut [[V; N]; H],
     (first_key, idx): (V, V),
     entries: core::ops::Range<usize>,
     limb: usize,
@@ -251,12 +261,12 @@ fn scan_limb<V: Lanes, const N: usize>(
     // compiler spilled in every row again.
     let first = entries.start;
     let i = V::splat(first as u64);
-    for h in 0..2 {
+    for h in 0..H {
         sel[h][limb] = sel[h][limb].take_where_eq(first_key, i, table[first][h][limb]);
     }
     for e in entries.skip(1) {
         let i = V::splat(e as u64);
-        for h in 0..2 {
+        for h in 0..H {
             sel[h][limb] = sel[h][limb].take_where_eq(idx, i, table[e][h][limb]);
         }
     }

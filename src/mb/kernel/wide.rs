@@ -66,7 +66,7 @@ pub(super) fn mul<V: Lanes, const N: usize, const R: usize>(
 ) {
     let mut t = [V::zero(); COLS];
     mul_columns::<V, N, R>(a, b, &mut t);
-    reduce::<V, N, R>(md, &mut t, r);
+    reduce::<V, N, R>(md, &mut t, r, |_| {});
 }
 
 /// t += a·b in columns (52-bit positions), in blocks of `R` rows.
@@ -93,18 +93,20 @@ fn mul_columns<V: Lanes, const N: usize, const R: usize>(
 }
 
 /// a²/R mod m, below 2m, for a below 2m (as `Modulus::sqr`): the columns from
-/// [`karatsuba_square`], reduced in blocks of `R` rows.
+/// [`karatsuba_square`], reduced in blocks of `R` rows; `after_row(i)` runs for each row i
+/// of a block once the block is done (other work for the processor to overlap).
 #[inline(always)]
 pub(super) fn sqr<V: Lanes, const N: usize, const R: usize>(
     md: &Modulus<V, N>,
     a: &[V; N],
     r: &mut [V; N],
+    after_row: impl FnMut(usize),
 ) {
     // `karatsuba_square` assigns every column before adding to it, so the optimiser drops
     // this zeroing (a 5 KiB memset per squaring otherwise).
     let mut t = [V::zero(); COLS];
     karatsuba_square(a, &mut t);
-    reduce::<V, N, R>(md, &mut t, r);
+    reduce::<V, N, R>(md, &mut t, r, after_row);
 }
 
 /// Columns i0 + c for c in `from..N` of a block of rows i0.. multiplying `y`, where every
@@ -150,6 +152,7 @@ fn reduce<V: Lanes, const N: usize, const R: usize>(
     md: &Modulus<V, N>,
     t: &mut [V; COLS],
     r: &mut [V; N],
+    mut after_row: impl FnMut(usize),
 ) {
     let m = &md.m;
     let mut carry = V::zero();
@@ -166,6 +169,9 @@ fn reduce<V: Lanes, const N: usize, const R: usize>(
         };
         add_full_columns::<V, N, R>(t, i0, 2 * R, &q, m);
         add_top_columns::<V, N, R>(t, i0, &q, m);
+        for i in i0..i0 + R {
+            after_row(i);
+        }
         q = next;
     }
     normalize_into(&t[N..2 * N], carry, r);
@@ -242,7 +248,7 @@ mod tests {
                 assert_eq!(want, got, "mul, N = {N}, R = {R}");
             }
             md.fused_mul(a, a, &mut want);
-            sqr::<Portable, N, R>(&md, a, &mut got);
+            sqr::<Portable, N, R>(&md, a, &mut got, |_| {});
             assert_eq!(want, got, "sqr, N = {N}, R = {R}");
         }
     }

@@ -66,7 +66,13 @@ pub(super) fn mul<V: Lanes, const N: usize, const R: usize>(
 ) {
     let mut t = [V::zero(); COLS];
     mul_columns::<V, N, R>(a, b, &mut t);
-    reduce::<V, N, R>(md, &mut t, r, |_| {});
+    reduce::<V, N, R>(
+        md,
+        &mut t,
+        r,
+        #[inline(always)]
+        |_| {},
+    );
 }
 
 /// t += a·b in columns (52-bit positions), in blocks of `R` rows.
@@ -146,7 +152,8 @@ fn add_top_columns<V: Lanes, const N: usize, const R: usize>(
 /// the earlier rows of the block have added theirs (`Modulus::q_and_carry`), a chain of R
 /// steps; the column's carry goes up to the next. Then the block's rows add q_k·m to the
 /// columns above. The next block's chain starts as soon as its R columns have this block's
-/// terms, so the processor runs it alongside the rest of this block's columns.
+/// terms, so the processor runs it alongside the rest of this block's columns. After each
+/// block, `after_row(i)` for its rows i.
 #[inline(always)]
 fn reduce<V: Lanes, const N: usize, const R: usize>(
     md: &Modulus<V, N>,

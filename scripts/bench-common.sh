@@ -15,6 +15,8 @@
 #   KEEP_LOGS     1: keep the scratch directory (server logs, configs)
 #   NO_BUILD      1: skip scripts/build.sh
 #   NO_INSTALL    1: never apt-get install a missing server
+#   CLIENT_OPENSSL_LIB  a directory with another OpenSSL 3's libssl.so.3 and libcrypto.so.3
+#                 for kae-press's `--client openssl` only (the servers keep the system's)
 # shellcheck shell=bash disable=SC2034  # PIN_SERVER etc. are used by the sourcing scripts
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,7 +30,7 @@ CLIENT_CPUS=${CLIENT_CPUS:-1}
 OUT_DIR=${OUT_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}/bench}
 
 # bench_usage: the common knobs, for the --help of the sourcing scripts.
-bench_usage() { sed -n '3,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+bench_usage() { sed -n '3,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 # bench_args LAST_HELP_LINE "$@": the bench scripts take no arguments, only --help (their header
 # comment down to LAST_HELP_LINE, then the shared variables); anything else is refused.
@@ -56,6 +58,15 @@ bench_check_knobs() {
         2048 | 4096) ;;
         *) echo "$1: KEY_BITS=$KEY_BITS: the server's RSA key must be 2048 or 4096 bits" >&2; exit 2 ;;
     esac
+    if [[ -n "${CLIENT_OPENSSL_LIB:-}" ]]; then
+        local lib
+        for lib in libssl.so.3 libcrypto.so.3; do
+            [[ -d "$CLIENT_OPENSSL_LIB" && -f "$CLIENT_OPENSSL_LIB/$lib" ]] || {
+                echo "$1: CLIENT_OPENSSL_LIB=$CLIENT_OPENSSL_LIB: no $lib there (a directory with an OpenSSL 3 build's libraries)" >&2
+                exit 2
+            }
+        done
+    fi
 }
 
 # Run directly instead of sourced: say what it is, run nothing.
@@ -104,6 +115,13 @@ bench_init() {
         PIN_CLIENT=(taskset -c "$CLIENT_CPUS")
     else
         bench_log "warning: fewer than 2 CPUs or no taskset: server and client are not pinned"
+    fi
+    if [[ -n "${CLIENT_OPENSSL_LIB:-}" ]]; then
+        PIN_CLIENT+=(env "LD_LIBRARY_PATH=$CLIENT_OPENSSL_LIB")
+        local version
+        version=$(grep -a -o -m1 'OpenSSL 3\.[0-9]*\.[0-9]*[^ ]* [0-9]* [A-Z][a-z]* [0-9]*' \
+            "$CLIENT_OPENSSL_LIB/libcrypto.so.3" | head -1)
+        bench_log "kae-press's OpenSSL client: ${version:-unknown version} from $CLIENT_OPENSSL_LIB (the servers: the system's)"
     fi
 
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/kae-$BENCH_NAME.XXXXXX")

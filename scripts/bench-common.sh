@@ -66,6 +66,7 @@ bench_check_knobs() {
                 exit 2
             }
         done
+        CLIENT_OPENSSL_LIB=$(cd "$CLIENT_OPENSSL_LIB" && pwd)
     fi
 }
 

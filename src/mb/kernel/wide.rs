@@ -7,7 +7,7 @@
 //! `karatsuba_square`, three squarings of N/2 limbs), then the reduction in blocks of `R`
 //! rows (q·m, the q of a block's rows found in its first `R` columns). A block holds its `R`
 //! multipliers (b_i or q_i) in registers and passes over the columns once, each column
-//! loaded, given its `2R` terms in four short chains, and stored: the registers never hold
+//! loaded, given its `2R` terms in two chains, and stored: the registers never hold
 //! more than a block.
 //!
 //! The result is the almost-Montgomery product of `Modulus::mul`, bit for bit: q = −t·m⁻¹ mod
@@ -28,11 +28,32 @@ use super::{karatsuba_square, normalize_into, Modulus};
 use crate::mb::lanes::Lanes;
 
 /// `$col += Σ_k lo(x_k·y) + hi(x_k·z)` over the rows k of a block (`$k` in 0..R) for which
-/// the low condition gives y and the high one z, in four chains (low and high halves, even
-/// and odd rows) so that a column waits on R/2 products, not 2R. Conditions and indices are
-/// constants where the rows are written out (R and 2R are at most `FUSED_MAX`, the reach of
-/// `unroll_short!`).
+/// the low condition gives y and the high one z, in two chains (low halves, high halves)
+/// joined by one addition: a block's columns do not wait on each other, so the processor
+/// overlaps their chains, and on Intel cores every addition takes a product's port.
+/// Conditions and indices are constants where the rows are written out (R and 2R are at most
+/// `FUSED_MAX`, the reach of `unroll_short!`).
 macro_rules! add_terms {
+    ($V:ty, $R:expr, $col:expr, $x:expr, $k:ident,
+     lo if $lc:expr => $lv:expr, hi if $hc:expr => $hv:expr) => {{
+        let mut l = $col;
+        let mut h = <$V as Lanes>::zero();
+        unroll_short!($V: $k in 0..$R, {
+            if $lc {
+                l = l.madd52lo($x[$k], $lv);
+            }
+            if $hc {
+                h = h.madd52hi($x[$k], $hv);
+            }
+        });
+        $col = l.add(h);
+    }};
+}
+
+/// [`add_terms!`] in four chains (low and high halves, even and odd rows), so that a column
+/// waits on R/2 products, not R: for the columns that give a block's q, each of which waits
+/// for the one before.
+macro_rules! add_terms_short {
     ($V:ty, $R:expr, $col:expr, $x:expr, $k:ident,
      lo if $lc:expr => $lv:expr, hi if $hc:expr => $hv:expr) => {{
         let mut l = [$col, <$V as Lanes>::zero()];
@@ -197,7 +218,7 @@ fn block_q<V: Lanes, const N: usize, const R: usize>(
     let mut q = [V::zero(); R];
     unroll_short!(V: c in 0..R, {
         let mut col = t[i0 + c].add(*carry);
-        add_terms!(V, R, col, q, k, lo if k < c => m[c - k], hi if k < c => m[c - k - 1]);
+        add_terms_short!(V, R, col, q, k, lo if k < c => m[c - k], hi if k < c => m[c - k - 1]);
         let (qc, up) = md.q_and_carry(col);
         q[c] = qc;
         *carry = up;

@@ -35,8 +35,7 @@ pub(super) fn exp_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
     let mut md = modulus::<V, N>(call.m, call.k0);
     // The working numbers live on the heap: a caller may be an OpenSSL async job, whose
     // stack is small.
-    let window = WINDOW;
-    let table_len = 1 << window;
+    let table_len = 1 << WINDOW;
     // One number per entry, in the shape `scan_limb` shares with `exp_half_n`'s [t, tk].
     let mut table = vec![[[V::zero(); N]; 1]; table_len];
     #[allow(clippy::useless_vec)] // on the heap: see above
@@ -53,38 +52,20 @@ pub(super) fn exp_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
 
     powers(&md, x, rr_v, &mut table, |e| &e[0], |e| &mut e[0]);
 
-    // Windows from the top; the first takes the leftover bits (exp_bits mod window).
-    let windows = exp_bits.div_ceil(window);
+    // Windows from the top; the first takes the leftover bits (exp_bits mod WINDOW).
+    let windows = exp_bits.div_ceil(WINDOW);
     let mut idx = [V::zero()];
     for win in (0..windows).rev() {
-        idx[0] = window_value(exp, exp_bits, window, win);
+        idx[0] = window_value(exp, exp_bits, WINDOW, win);
         let idx = idx[0];
         if win + 1 < windows {
-            // The scan for the window's multiplication rides on its squarings: limb r of
-            // a share of the entries after each block of reduction rows that ends with row r,
-            // where its loads overlap the products. Entry 0 starts the selection in every
-            // lane: compared with a zero key.
-            for s in 0..window {
-                let first_key = if s == 0 { V::zero() } else { idx };
-                let entries = s * PER_SQUARING..(s + 1) * PER_SQUARING;
-                md.sqr_then::<KARATSUBA>(
-                    acc,
-                    tmp,
-                    #[inline(always)]
-                    |limb| scan_limb(&table, sel, (first_key, idx), entries.clone(), limb),
-                );
-                core::mem::swap(&mut acc, &mut tmp);
-            }
+            squarings_scanning::<V, KARATSUBA, N, 1>(&md, &mut acc, &mut tmp, &table, sel, idx);
             md.mul(acc, &sel[0], tmp);
             core::mem::swap(&mut acc, &mut tmp);
         } else {
             // The top window is its entry: a full scan.
-            *sel = table[0];
-            for (i, entry) in table.iter().enumerate().skip(1) {
-                let i = V::splat(i as u64);
-                for (s, &e) in sel[0].iter_mut().zip(&entry[0]) {
-                    *s = s.take_where_eq(idx, i, e);
-                }
+            for limb in 0..N {
+                scan_limb(&table, sel, (V::zero(), idx), 0..table.len(), limb);
             }
             *acc = sel[0];
         }
@@ -170,8 +151,7 @@ pub(super) fn exp_half_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
 ) {
     let (exp, exp_bits) = (call.exp, call.exp_bits);
     let mut md = modulus::<V, N>(call.m, call.k0);
-    let window = WINDOW;
-    let table_len = 1 << window;
+    let table_len = 1 << WINDOW;
     // On the heap, as in `exp_n`: [t, tk] per entry, and the two numbers selected.
     let mut table = vec![[[V::zero(); N]; 2]; table_len];
     #[allow(clippy::useless_vec)] // on the heap: see above
@@ -190,32 +170,14 @@ pub(super) fn exp_half_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
         md.half_reduce(t, tk);
     }
 
-    // Windows from the top; the first takes the leftover bits (exp_bits mod window).
-    let windows = exp_bits.div_ceil(window);
+    // Windows from the top; the first takes the leftover bits (exp_bits mod WINDOW).
+    let windows = exp_bits.div_ceil(WINDOW);
     let mut idx = [V::zero()];
     for win in (0..windows).rev() {
-        idx[0] = window_value(exp, exp_bits, window, win);
+        idx[0] = window_value(exp, exp_bits, WINDOW, win);
         let idx = idx[0];
         if win + 1 < windows {
-            for s in 0..window {
-                // Entry 0 starts the selection in every lane: compared with a zero key.
-                let first_key = if s == 0 { V::zero() } else { idx };
-                md.sqr_then::<KARATSUBA>(
-                    acc,
-                    tmp,
-                    #[inline(always)]
-                    |row| {
-                        scan_limb(
-                            &table,
-                            sel,
-                            (first_key, idx),
-                            s * PER_SQUARING..(s + 1) * PER_SQUARING,
-                            row,
-                        )
-                    },
-                );
-                core::mem::swap(&mut acc, &mut tmp);
-            }
+            squarings_scanning::<V, KARATSUBA, N, 2>(&md, &mut acc, &mut tmp, &table, sel, idx);
             md.half_mul(acc, &sel[0], &sel[1], tmp);
             core::mem::swap(&mut acc, &mut tmp);
         } else {
@@ -240,6 +202,33 @@ pub(super) fn exp_half_n<V: Lanes, const KARATSUBA: bool, const N: usize>(
         wipe(t);
     }
     wipe_call(&mut md, &mut bufs, &mut idx);
+}
+
+/// A window's squarings of `acc` (its result left in `acc`; `tmp` is the other buffer), with
+/// the scan for the window's multiplication riding on them: after the block of reduction
+/// rows that ends with row r, limb r of the squaring's share of the entries ([`PER_SQUARING`]),
+/// where its loads overlap the products. Entry 0 starts the selection in every lane: it is
+/// compared with a zero key.
+#[inline(always)]
+fn squarings_scanning<'a, V: Lanes, const KARATSUBA: bool, const N: usize, const H: usize>(
+    md: &Modulus<V, N>,
+    acc: &mut &'a mut [V; N],
+    tmp: &mut &'a mut [V; N],
+    table: &[[[V; N]; H]],
+    sel: &mut [[V; N]; H],
+    idx: V,
+) {
+    for s in 0..WINDOW {
+        let first_key = if s == 0 { V::zero() } else { idx };
+        let entries = s * PER_SQUARING..(s + 1) * PER_SQUARING;
+        md.sqr_then::<KARATSUBA>(
+            acc,
+            tmp,
+            #[inline(always)]
+            |limb| scan_limb(table, sel, (first_key, idx), entries.clone(), limb),
+        );
+        core::mem::swap(acc, tmp);
+    }
 }
 
 /// Limb `limb` of both numbers of the table's `entries`, kept in `sel` in the lanes whose

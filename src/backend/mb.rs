@@ -236,15 +236,6 @@ struct Halves {
     c: Residues,
 }
 
-fn padded(x: &[u64], words: usize) -> KaeResult<Limbs> {
-    if x.len() > words {
-        return Err(KaeError::InvalidLength);
-    }
-    let mut v: Limbs = Zeroizing::new(vec![0u64; words]);
-    v[..x.len()].copy_from_slice(x);
-    Ok(v)
-}
-
 /// x mod p and x mod q in constant time (`ct_limbs`), for `size`'s lanes.
 fn residues(key: &RsaKey, x: &[u64], size: Size) -> KaeResult<Residues> {
     let crt = key
@@ -253,9 +244,17 @@ fn residues(key: &RsaKey, x: &[u64], size: Size) -> KaeResult<Residues> {
         .as_ref()
         .ok_or(KaeError::MissingPrivateKey)?;
     let w = size.words();
+    let mod_prime = |lm: &ct_limbs::Modulus| -> KaeResult<Limbs> {
+        if lm.width() > w {
+            return Err(KaeError::InvalidLength);
+        }
+        let mut v: Limbs = Zeroizing::new(vec![0u64; w]);
+        lm.reduce_into(x, &mut v);
+        Ok(v)
+    };
     Ok(Residues {
-        p: padded(&crt.lp.reduce(x), w)?,
-        q: padded(&crt.lq.reduce(x), w)?,
+        p: mod_prime(&crt.lp)?,
+        q: mod_prime(&crt.lq)?,
     })
 }
 

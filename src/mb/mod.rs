@@ -163,12 +163,15 @@ fn repack(input: &[u64], from: u32, out: &mut [u64], to: u32) {
 /// 64-bit words repacked into 52-bit limbs when `words_to_limbs`, copied as they are otherwise
 /// (the exponent's words). Lanes past `lanes.len()` repeat lane 0.
 fn interleave(lanes: &[&[u64]], words_to_limbs: bool, limbs: usize) -> Zeroizing<Vec<[u64; 8]>> {
+    const MOST: usize = Size::B2048.limbs52();
+    assert!(limbs <= MOST, "no size class has more limbs or words");
     let mut v = Zeroizing::new(vec![[0u64; LANES]; limbs]);
-    let mut one = Zeroizing::new(vec![0u64; limbs]);
+    let mut one = Zeroizing::new([0u64; MOST]);
+    let one = &mut one[..limbs];
     for lane in 0..LANES {
         let src = lanes[if lane < lanes.len() { lane } else { 0 }];
         if words_to_limbs {
-            repack(src, 64, &mut one, 52);
+            repack(src, 64, one, 52);
         } else {
             one.fill(0);
             one[..src.len()].copy_from_slice(src);

@@ -62,8 +62,48 @@ fn sbb(a: u64, b: u64, borrow: u64) -> (u64, u64) {
     (d as u64, ((d >> 64) as u64) & 1)
 }
 
-/// Working limbs of [`Modulus::mont_mul`] kept on the stack: 3w + 1 for w ≤ 64 (4096 bits).
+/// Working limbs of [`Modulus::mont_mul_into`] kept on the stack: 3w + 1 for w ≤ 64 (4096
+/// bits).
 const MONT_STACK_LIMBS: usize = 3 * 64 + 1;
+
+/// Working limbs of [`Modulus::reduce_into`] kept on the stack: 2w for w ≤ 64.
+const REDUCE_STACK_LIMBS: usize = 2 * 64;
+
+/// `len` zeroed working limbs for secrets: on the stack up to `CAP`, on the heap beyond (no
+/// allocation per product or reduction at RSA's sizes); wiped when dropped.
+struct Work<const CAP: usize> {
+    on_stack: [u64; CAP],
+    on_heap: Vec<u64>,
+    len: usize,
+}
+
+impl<const CAP: usize> Work<CAP> {
+    fn new(len: usize) -> Self {
+        Work {
+            on_stack: [0u64; CAP],
+            on_heap: if len > CAP {
+                vec![0u64; len]
+            } else {
+                Vec::new()
+            },
+            len,
+        }
+    }
+
+    fn limbs(&mut self) -> &mut [u64] {
+        if self.len > CAP {
+            &mut self.on_heap
+        } else {
+            &mut self.on_stack[..self.len]
+        }
+    }
+}
+
+impl<const CAP: usize> Drop for Work<CAP> {
+    fn drop(&mut self) {
+        self.limbs().zeroize();
+    }
+}
 
 /// A 192-bit column accumulator for [`Modulus::mont_mul`]: a 128-bit sum and the count of
 /// its overflows (at most 2w products per column: far below 2^64). Kept in registers: it is
@@ -200,18 +240,17 @@ impl Modulus {
     /// is fully reduced. On AVX-512 IFMA the product runs in `mb::mont1` (same R, same
     /// result), elsewhere in [`Self::product`].
     pub fn mont_mul(&self, a: &[u64], b: &[u64]) -> Limbs {
+        let mut r: Limbs = Zeroizing::new(vec![0u64; self.width()]);
+        self.mont_mul_into(a, b, &mut r);
+        r
+    }
+
+    /// [`Self::mont_mul`] into `r` (the modulus's width).
+    pub fn mont_mul_into(&self, a: &[u64], b: &[u64], r: &mut [u64]) {
         let w = self.width();
-        // Working limbs (a padded, q, t) in one buffer, on the stack up to 4096-bit moduli:
-        // no allocation per product. Wiped before returning.
-        let mut on_stack = [0u64; MONT_STACK_LIMBS];
-        let mut on_heap: Vec<u64>;
-        let buf: &mut [u64] = if 3 * w < MONT_STACK_LIMBS {
-            &mut on_stack[..3 * w + 1]
-        } else {
-            on_heap = vec![0u64; 3 * w + 1];
-            &mut on_heap
-        };
-        let (a_full, rest) = buf.split_at_mut(w);
+        // Working limbs: a padded, q, t.
+        let mut work = Work::<MONT_STACK_LIMBS>::new(3 * w + 1);
+        let (a_full, rest) = work.limbs().split_at_mut(w);
         let (q, t) = rest.split_at_mut(w);
         // Missing limbs of a (a public length) read as zero.
         let n = a.len().min(w);
@@ -231,16 +270,13 @@ impl Modulus {
             self.product(a_full, b, q, t);
         }
         // t < 2m: subtract m once when t ≥ m.
-        let m = &self.m[..];
-        let mut r: Limbs = Zeroizing::new(vec![0u64; w]);
-        let borrow = sub_into(&mut r, &t[..w], m);
+        let r = &mut r[..w];
+        let borrow = sub_into(r, &t[..w], &self.m);
         // keep the difference when there was no borrow or when t had a limb above w
         let keep = mask((borrow ^ 1) | t[w]);
         for (ri, &ti) in r.iter_mut().zip(t.iter()) {
             *ri = select(keep, *ri, ti);
         }
-        buf.zeroize();
-        r
     }
 
     /// t = a·b·R⁻¹ + (0 or m), below 2m, in w + 1 limbs; `q` is w limbs of scratch. Product
@@ -287,45 +323,55 @@ impl Modulus {
     /// one prime): c0 so, plus c1·(R² mod m)·R⁻¹. Wider: Horner's rule over the chunks in
     /// the Montgomery domain (acc·R² + chunk·R² per step, then one REDC).
     pub fn reduce(&self, x: &[u64]) -> Limbs {
+        let mut r: Limbs = Zeroizing::new(vec![0u64; self.width()]);
+        self.reduce_into(x, &mut r);
+        r
+    }
+
+    /// [`Self::reduce`] into `r`'s first `width` limbs (`r` at least that long; the limbs
+    /// above are left as they are).
+    pub fn reduce_into(&self, x: &[u64], r: &mut [u64]) {
         let w = self.width();
-        let mut chunk: Limbs = Zeroizing::new(vec![0u64; w]);
+        let acc = &mut r[..w];
+        // Working limbs: a chunk of x, and one product.
+        let mut work = Work::<REDUCE_STACK_LIMBS>::new(2 * w);
+        let (chunk, product) = work.limbs().split_at_mut(w);
         let chunks = x.len().div_ceil(w);
         if chunks <= 2 {
             let lo = x.len().min(w);
             chunk[..lo].copy_from_slice(&x[..lo]);
-            let mut acc = if self.full_width {
+            if self.full_width {
                 // chunk − m, plus m again when that borrowed: chunk < 2^(64w) ≤ 2m.
-                let mut r: Limbs = Zeroizing::new(vec![0u64; w]);
-                let borrow = sub_into(&mut r, &chunk, &self.m);
-                add_masked(&mut r, &self.m, mask(borrow));
-                r
+                let borrow = sub_into(acc, chunk, &self.m);
+                add_masked(acc, &self.m, mask(borrow));
             } else {
-                self.mont_mul(&chunk, &self.r1)
-            };
+                self.mont_mul_into(chunk, &self.r1, acc);
+            }
             if x.len() <= w {
-                return acc;
+                return;
             }
             chunk.fill(0);
             chunk[..x.len() - lo].copy_from_slice(&x[lo..]);
-            let high = self.mont_mul(&chunk, &self.rr);
-            mod_add_assign(&mut acc, &high, &self.m);
-            return acc;
+            self.mont_mul_into(chunk, &self.rr, product);
+            mod_add_assign(acc, product, &self.m);
+            return;
         }
-        let mut acc: Limbs = Zeroizing::new(vec![0u64; w]); // Montgomery form, starts at 0
+        acc.fill(0); // Montgomery form, starts at 0
         for k in (0..chunks).rev() {
             let lo = k * w;
             let hi = (lo + w).min(x.len());
+            // acc·R (Montgomery form of acc·R) + chunk·R (Montgomery form of chunk)
+            self.mont_mul_into(acc, &self.rr, product);
+            acc.copy_from_slice(product);
             chunk.fill(0);
             chunk[..hi - lo].copy_from_slice(&x[lo..hi]);
-            // acc·R (Montgomery form of acc·R) + chunk·R (Montgomery form of chunk)
-            let shifted = self.mont_mul(&acc, &self.rr);
-            let c = self.mont_mul(&chunk, &self.rr);
-            acc.copy_from_slice(&shifted);
-            mod_add_assign(&mut acc, &c, &self.m);
+            self.mont_mul_into(chunk, &self.rr, product);
+            mod_add_assign(acc, product, &self.m);
         }
-        let mut one: Limbs = Zeroizing::new(vec![0u64; w]);
-        one[0] = 1;
-        self.mont_mul(&acc, &one)
+        chunk.fill(0);
+        chunk[0] = 1;
+        self.mont_mul_into(acc, chunk, product);
+        acc.copy_from_slice(product);
     }
 
     /// a·R mod m (Montgomery form) for a < R.
@@ -362,16 +408,20 @@ impl Modulus {
 
 /// a = (a + b) mod m for a, b < m (all of m's width).
 fn mod_add_assign(a: &mut [u64], b: &[u64], m: &[u64]) {
+    debug_assert!(a.len() == b.len() && a.len() == m.len());
     let mut carry = 0;
     for (ai, &bi) in a.iter_mut().zip(b) {
         (*ai, carry) = adc(*ai, bi, carry);
     }
-    let mut d = Zeroizing::new(vec![0u64; a.len()]);
-    let borrow = sub_into(&mut d, a, m);
-    // a + b ≥ m exactly when the sum carried out or the subtraction did not borrow
+    // a + b ≥ m exactly when the sum carried out or a − m does not borrow: then subtract m.
+    let mut borrow = 0;
+    for (&ai, &mi) in a.iter().zip(m) {
+        (_, borrow) = sbb(ai, mi, borrow);
+    }
     let keep = mask(carry | (borrow ^ 1));
-    for (ai, &di) in a.iter_mut().zip(d.iter()) {
-        *ai = select(keep, di, *ai);
+    let mut borrow = 0;
+    for (ai, &mi) in a.iter_mut().zip(m) {
+        (*ai, borrow) = sbb(*ai, mi & keep, borrow);
     }
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Times small instruction mixes on this CPU's AVX-512 IFMA unit: 16 independent 512-bit
-# vpmadd52 per loop iteration, alone and with stores, loads, memory operands, masked blends
-# or integer vector operations added, in cycles per iteration and per added instruction.
+# vpmadd52 per loop iteration, alone and with stores, loads, memory operands, masked blends,
+# masked loads, masked stores or integer vector operations added, in cycles per iteration and
+# per added instruction.
 # It says what the kernel's code should spend instead of products on this core (on Zen 4 a
 # store costs more than a product, a load into a register next to nothing: docs/MULTIBUFFER.md,
 # 2026-12-05, fourth). A diagnostic for a new CPU, not part of kae or of test.sh.

@@ -26,6 +26,9 @@ static double ticks_per_cycle;
     __asm__ volatile("" : "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11), "+v"(a12), "+v"(a13),    \
                      "+v"(a14), "+v"(a15), "+v"(z), "+r"(p));
 #define STORE(off) __asm__ volatile("vmovdqa64 %0, " #off "(%1)" ::"v"(z), "r"(p) : "memory");
+#define LOAD_MERGE(r, off) __asm__ volatile("vmovdqa64 " #off "(%1), %0%{%2%}" : "+v"(r) : "r"(p), "Yk"(k));
+#define LOAD_ZERO(r, off) __asm__ volatile("vmovdqa64 " #off "(%1), %0%{%2%}%{z%}" : "=v"(r) : "r"(p), "Yk"(k));
+#define STORE_MASKED(off) __asm__ volatile("vmovdqa64 %0, " #off "(%1)%{%2%}" ::"v"(z), "r"(p), "Yk"(k) : "memory");
 #define MEM_LO(a, off) __asm__ volatile("vpmadd52luq " #off "(%1), %2, %0" : "+v"(a) : "r"(p), "v"(x));
 #define MEM_HI(a, off) __asm__ volatile("vpmadd52huq " #off "(%1), %2, %0" : "+v"(a) : "r"(p), "v"(x));
 
@@ -120,6 +123,26 @@ int main(void) {
         __m512i b2 = _mm512_mask_blend_epi64(k, z, x), b3 = _mm512_mask_blend_epi64(k2, x, y);
         __m512i b4 = _mm512_mask_blend_epi64(k2, y, z), b5 = _mm512_mask_blend_epi64(k2, z, x);
         __asm__ volatile("" ::"v"(b0), "v"(b1), "v"(b2), "v"(b3), "v"(b4), "v"(b5));
+    });
+    /* A table scan's possible selections: blends (above), masked loads, masked stores. */
+    MIX("16 products + 8 merge-masked loads", base, 8, PRODUCTS16 {
+        __mmask8 k = _mm512_cmpeq_epi64_mask(x, z);
+        __m512i r0 = z, r1 = z, r2 = z, r3 = z;
+        LOAD_MERGE(r0, 0) LOAD_MERGE(r1, 64) LOAD_MERGE(r2, 128) LOAD_MERGE(r3, 192)
+        LOAD_MERGE(r0, 256) LOAD_MERGE(r1, 320) LOAD_MERGE(r2, 384) LOAD_MERGE(r3, 448)
+        __asm__ volatile("" ::"v"(r0), "v"(r1), "v"(r2), "v"(r3));
+    });
+    MIX("16 products + 8 zero-masked loads", base, 8, PRODUCTS16 {
+        __mmask8 k = _mm512_cmpeq_epi64_mask(x, z);
+        __m512i r0, r1, r2, r3, r4, r5, r6, r7;
+        LOAD_ZERO(r0, 0) LOAD_ZERO(r1, 64) LOAD_ZERO(r2, 128) LOAD_ZERO(r3, 192)
+        LOAD_ZERO(r4, 256) LOAD_ZERO(r5, 320) LOAD_ZERO(r6, 384) LOAD_ZERO(r7, 448)
+        __asm__ volatile("" ::"v"(r0), "v"(r1), "v"(r2), "v"(r3), "v"(r4), "v"(r5), "v"(r6),
+                         "v"(r7));
+    });
+    MIX("16 products + 4 masked stores", base, 4, PRODUCTS16 {
+        __mmask8 k = _mm512_cmpeq_epi64_mask(x, z);
+        STORE_MASKED(4096) STORE_MASKED(4160) STORE_MASKED(4224) STORE_MASKED(4288)
     });
     MIX("16 products + 1 store", base, 1, PRODUCTS16 STORE(4096));
     MIX("16 products + 2 stores", base, 2, PRODUCTS16 STORE(4096) STORE(4160));

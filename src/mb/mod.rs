@@ -163,11 +163,17 @@ fn repack(input: &[u64], from: u32, out: &mut [u64], to: u32) {
 /// 64-bit words repacked into 52-bit limbs when `words_to_limbs`, copied as they are otherwise
 /// (the exponent's words). Lanes past `lanes.len()` repeat lane 0.
 fn interleave(lanes: &[&[u64]], words_to_limbs: bool, limbs: usize) -> Zeroizing<Vec<[u64; 8]>> {
+    // One lane's limbs: on the stack up to the largest size class's limbs.
     const MOST: usize = Size::B2048.limbs52();
-    assert!(limbs <= MOST, "no size class has more limbs or words");
     let mut v = Zeroizing::new(vec![[0u64; LANES]; limbs]);
-    let mut one = Zeroizing::new([0u64; MOST]);
-    let one = &mut one[..limbs];
+    let mut on_stack = Zeroizing::new([0u64; MOST]);
+    let mut on_heap = Zeroizing::new(Vec::new());
+    let one: &mut [u64] = if limbs <= MOST {
+        &mut on_stack[..limbs]
+    } else {
+        on_heap.resize(limbs, 0);
+        &mut on_heap
+    };
     for lane in 0..LANES {
         let src = lanes[if lane < lanes.len() { lane } else { 0 }];
         if words_to_limbs {
@@ -540,6 +546,20 @@ mod tests {
         assert_eq!(Size::for_bits(2048), Some(Size::B2048));
         assert_eq!(Size::for_bits(2049), None);
         assert_eq!(Size::for_bits(300), Some(Size::B512));
+    }
+
+    /// Words copied as they are, also beyond the largest size class's limb count (an
+    /// exponent may be longer than its modulus); missing lanes repeat lane 0.
+    #[test]
+    fn interleave_takes_any_length() {
+        let long: Vec<u64> = (1..=50u64).collect();
+        let short = vec![7u64; 3];
+        let v = interleave(&[&long, &short], false, 50);
+        for (j, limb) in v.iter().enumerate() {
+            assert_eq!(limb[0], long[j]);
+            assert_eq!(limb[1], if j < 3 { 7 } else { 0 });
+            assert!(limb[2..].iter().all(|&x| x == long[j]));
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ use kernel::{ExpCall, Exponent};
 
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::stack::on_kernel_stack;
-use crate::rsa::ct_limbs::{self, Limbs};
+use crate::rsa::ct_limbs::{self, Limbs, Work};
 use zeroize::{Zeroize, Zeroizing};
 
 pub use cpu::{IfmaToken, Squaring};
@@ -163,17 +163,10 @@ fn repack(input: &[u64], from: u32, out: &mut [u64], to: u32) {
 /// 64-bit words repacked into 52-bit limbs when `words_to_limbs`, copied as they are otherwise
 /// (the exponent's words). Lanes past `lanes.len()` repeat lane 0.
 fn interleave(lanes: &[&[u64]], words_to_limbs: bool, limbs: usize) -> Zeroizing<Vec<[u64; 8]>> {
-    // One lane's limbs: on the stack up to the largest size class's limbs.
-    const MOST: usize = Size::B2048.limbs52();
     let mut v = Zeroizing::new(vec![[0u64; LANES]; limbs]);
-    let mut on_stack = Zeroizing::new([0u64; MOST]);
-    let mut on_heap = Zeroizing::new(Vec::new());
-    let one: &mut [u64] = if limbs <= MOST {
-        &mut on_stack[..limbs]
-    } else {
-        on_heap.resize(limbs, 0);
-        &mut on_heap
-    };
+    // One lane's limbs: on the stack up to the largest size class's limbs.
+    let mut one = Work::<{ Size::B2048.limbs52() }>::new(limbs);
+    let one = one.limbs();
     for lane in 0..LANES {
         let src = lanes[if lane < lanes.len() { lane } else { 0 }];
         if words_to_limbs {

@@ -71,14 +71,14 @@ const REDUCE_STACK_LIMBS: usize = 2 * 64;
 
 /// `len` zeroed working limbs for secrets: on the stack up to `CAP`, on the heap beyond (no
 /// allocation per product or reduction at RSA's sizes); wiped when dropped.
-struct Work<const CAP: usize> {
+pub(crate) struct Work<const CAP: usize> {
     on_stack: [u64; CAP],
     on_heap: Vec<u64>,
     len: usize,
 }
 
 impl<const CAP: usize> Work<CAP> {
-    fn new(len: usize) -> Self {
+    pub(crate) fn new(len: usize) -> Self {
         Work {
             on_stack: [0u64; CAP],
             on_heap: if len > CAP {
@@ -90,7 +90,7 @@ impl<const CAP: usize> Work<CAP> {
         }
     }
 
-    fn limbs(&mut self) -> &mut [u64] {
+    pub(crate) fn limbs(&mut self) -> &mut [u64] {
         if self.len > CAP {
             &mut self.on_heap
         } else {

@@ -278,6 +278,22 @@ impl<V: Lanes, const N: usize> Modulus<V, N> {
         unroll_short!(V: j in 0..N, {
             acc[j] = t[j];
         });
+        if !V::UNROLL {
+            // The portable lanes (the reference, not a fast path) take the rows one after
+            // another as loops: the wavefront's straight-line code only lengthens their builds.
+            for i in 0..N {
+                let (q, carry) = self.q_and_carry(acc[0]);
+                for j in 1..N {
+                    acc[j - 1] = acc[j].madd52lo(m[j], q).madd52hi(m[j - 1], q);
+                }
+                acc[N - 1] = t[i + N].madd52hi(m[N - 1], q);
+                acc[0] = acc[0].add(carry);
+                after_row(i);
+            }
+            normalize(&mut acc);
+            *r = acc;
+            return;
+        }
         // The reduction rows as a wavefront: row i takes its limbs j = 1..N in blocks of
         // WAVE_BLOCK, block b at step i + b, each step running its blocks from the oldest
         // row to the newest. Row i's block b reads only what row i − 1 left in its block

@@ -72,9 +72,9 @@ macro_rules! unroll_short {
 /// take [`wide`]'s blocked sweeps.
 pub(crate) const FUSED_MAX: usize = 20;
 
-/// Limbs per block of the fused squaring's reduction rows ([`Modulus::sqr_then`]): row i
-/// takes block b at step i + b. Measured on IFMA hardware against blocks of 3 and 4 and the
-/// rows one after another.
+/// Limbs per block of the fused squaring's reduction rows on the IFMA lanes
+/// ([`Modulus::sqr_then`]): row i takes block b at step i + b. Measured on IFMA hardware
+/// against blocks of 3 and 4 and the rows one after another.
 const WAVE_BLOCK: usize = 5;
 const _: () = assert!(
     WAVE_BLOCK <= 5

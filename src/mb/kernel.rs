@@ -567,6 +567,28 @@ fn r_squared_n<V: Lanes, const N: usize>(
     wipe(core::slice::from_mut(&mut md.k0));
 }
 
+/// out = a·b·R⁻¹ mod m in every lane, fully reduced, for a and b below m (52-bit limbs).
+#[inline(always)]
+fn mul_n<V: Lanes, const N: usize>(
+    m: &Interleaved,
+    k0: &[u64; 8],
+    a: &Interleaved,
+    b: &Interleaved,
+    out: &mut Interleaved,
+) {
+    let mut md = modulus::<V, N>(m, k0);
+    let (mut x, mut y, mut t) = ([V::zero(); N], [V::zero(); N], [V::zero(); N]);
+    load(a, &mut x);
+    load(b, &mut y);
+    md.mul(&x, &y, &mut t);
+    x = md.sub_if_ge(&t);
+    store(&x, out);
+    for v in [&mut x, &mut y, &mut t, &mut md.m] {
+        wipe(v);
+    }
+    wipe(core::slice::from_mut(&mut md.k0));
+}
+
 /// Whose exponent a kernel call takes: which exponentiation runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Exponent {
@@ -638,6 +660,17 @@ pub(crate) fn r_squared_portable(m: &Interleaved, k0: &[u64; 8], rr: &mut Interl
     )
 }
 
+/// [`mul_n`] on the portable lanes.
+pub(crate) fn mul_portable(
+    m: &Interleaved,
+    k0: &[u64; 8],
+    a: &Interleaved,
+    b: &Interleaved,
+    out: &mut Interleaved,
+) {
+    by_limbs!(m.len(), mul_n::<super::lanes::Portable>(m, k0, a, b, out))
+}
+
 /// [`exp_n`] or [`exp_public_n`] on the portable lanes, squarings by Karatsuba's identity
 /// when `KARATSUBA` (the portable engine's), else by columns (the IFMA engine's on Intel,
 /// here for the secret-taint check); the results are the same bit for bit either way.
@@ -656,6 +689,21 @@ pub(crate) fn r_squared_ifma(_: IfmaToken, m: &Interleaved, k0: &[u64; 8], rr: &
     // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
     let low = lowest_top_bit(m);
     unsafe { by_limbs!(m.len(), r_squared_ifma_n::<ifma::Ifma>(m, k0, low, rr)) }
+}
+
+/// [`mul_n`] on AVX-512 IFMA; the token proves the CPU has it.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+pub(crate) fn mul_ifma(
+    _: IfmaToken,
+    m: &Interleaved,
+    k0: &[u64; 8],
+    a: &Interleaved,
+    b: &Interleaved,
+    out: &mut Interleaved,
+) {
+    // SAFETY: an `IfmaToken` exists only where the CPU runs AVX-512F and IFMA.
+    unsafe { by_limbs!(m.len(), mul_ifma_n::<ifma::Ifma>(m, k0, a, b, out)) }
 }
 
 /// [`exp_n`] or [`exp_public_n`] on AVX-512 IFMA, with the token's squaring; the token
@@ -690,6 +738,22 @@ unsafe fn r_squared_ifma_n<V: Lanes, const N: usize>(
     rr: &mut Interleaved,
 ) {
     r_squared_n::<V, N>(m, k0, low, rr)
+}
+
+/// # Safety
+/// The CPU runs AVX-512F and AVX-512 IFMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline(never)]
+#[allow(unsafe_code)]
+unsafe fn mul_ifma_n<V: Lanes, const N: usize>(
+    m: &Interleaved,
+    k0: &[u64; 8],
+    a: &Interleaved,
+    b: &Interleaved,
+    out: &mut Interleaved,
+) {
+    mul_n::<V, N>(m, k0, a, b, out)
 }
 
 /// # Safety

@@ -385,9 +385,6 @@ impl Prepared {
             }
         })
         .ok_or(KaeError::OutOfMemory)?;
-        let lane_of = |v: &kernel::Interleaved, lane: usize| -> Zeroizing<Vec<u64>> {
-            Zeroizing::new(v.iter().map(|limb| limb[lane]).collect())
-        };
         let out = usable
             .iter()
             .enumerate()
@@ -442,79 +439,263 @@ fn run_prepared(
     lanes: &[PreparedLane<'_>],
     exp_bits: usize,
 ) -> KaeResult<Vec<KaeResult<Limbs>>> {
-    let Some(first) = lanes.first() else {
-        return Err(KaeError::InvalidLength);
-    };
-    let size = first.modulus.size;
-    let words = size.words();
-    let exp_words = first.exp.len();
-    if lanes.len() > LANES || exp_words * 64 < exp_bits {
-        return Err(KaeError::InvalidLength);
-    }
-    for l in lanes {
-        if l.modulus.size != size || l.base.len() != words || l.exp.len() != exp_words {
-            return Err(KaeError::InvalidLength);
+    let moduli: Vec<&Prepared> = lanes.iter().map(|l| l.modulus).collect();
+    let bases: Vec<&[u64]> = lanes.iter().map(|l| l.base).collect();
+    let exps: Vec<&[u64]> = lanes.iter().map(|l| l.exp).collect();
+    let call = CallLanes::new(&moduli, &bases, &exps, exp_bits)?;
+    let mut out = call.zeros();
+    on_kernel_stack(|| exponentiate(engine, kind, &call, &call.base, &mut out))
+        .ok_or(KaeError::OutOfMemory)?;
+    Ok(call.results(&out))
+}
+
+/// One lane of [`mod_exp_blinded`]: a private exponentiation with the lane's blinding pair.
+pub struct BlindedLane<'a> {
+    pub modulus: &'a Prepared,
+    pub base: &'a [u64],
+    pub exp: &'a [u64],
+    pub blinding: &'a mut LaneBlinding,
+}
+
+/// A blinding pair of one lane's modulus m: a = r^e and a⁻¹ = r⁻¹ mod m for a random r, kept in
+/// the lanes' Montgomery form (times R = 2^(52N), 52-bit limbs). Secret: wiped when dropped.
+pub struct LaneBlinding {
+    a: Zeroizing<Vec<u64>>,
+    ai: Zeroizing<Vec<u64>>,
+}
+
+impl LaneBlinding {
+    /// The pairs (a, a⁻¹) of `plain`, each pair below its prepared modulus in
+    /// `size.words()` words, in the lanes' form: up to eight per kernel call.
+    pub fn many(
+        engine: Engine,
+        plain: &[(&Prepared, &[u64], &[u64])],
+    ) -> KaeResult<Vec<LaneBlinding>> {
+        let mut made = Vec::with_capacity(plain.len());
+        for chunk in plain.chunks(LANES) {
+            let moduli: Vec<&Prepared> = chunk.iter().map(|c| c.0).collect();
+            let a: Vec<&[u64]> = chunk.iter().map(|c| c.1).collect();
+            let ai: Vec<&[u64]> = chunk.iter().map(|c| c.2).collect();
+            let call = CallLanes::new(&moduli, &a, &[&[0u64][..]], 0)?;
+            let ai = interleave_words(&ai, &moduli)?;
+            let (mut a_r, mut ai_r) = (call.zeros(), call.zeros());
+            on_kernel_stack(|| {
+                mul_lanes(engine, &call, &call.base, &call.rr, &mut a_r);
+                mul_lanes(engine, &call, &ai, &call.rr, &mut ai_r);
+            })
+            .ok_or(KaeError::OutOfMemory)?;
+            made.extend((0..chunk.len()).map(|lane| LaneBlinding {
+                a: lane_of(&a_r, lane),
+                ai: lane_of(&ai_r, lane),
+            }));
         }
+        Ok(made)
     }
-    let n = size.limbs52();
-    // Lanes past `lanes.len()` repeat lane 0 (as `interleave` does).
-    let mut k0 = Zeroizing::new([0u64; LANES]);
-    for (i, k) in k0.iter_mut().enumerate() {
-        *k = *lanes[if i < lanes.len() { i } else { 0 }].modulus.k0;
+}
+
+/// Private exponentiations blinded in the lanes: per lane y = (base·a)^exp·a⁻¹ mod m with the
+/// lane's pair (a, a⁻¹), which then becomes (a², a⁻²), the same pair for r². For an RSA
+/// prime m, its CRT exponent and a = r^e, y = base^exp mod m; the exponentiation sees only
+/// base·a. Same checks and errors as [`mod_exp_prepared`]; a pair is squared only when the
+/// call ran.
+pub fn mod_exp_blinded(
+    engine: Engine,
+    lanes: &mut [BlindedLane<'_>],
+    exp_bits: usize,
+) -> KaeResult<Vec<KaeResult<Limbs>>> {
+    let moduli: Vec<&Prepared> = lanes.iter().map(|l| l.modulus).collect();
+    let bases: Vec<&[u64]> = lanes.iter().map(|l| l.base).collect();
+    let exps: Vec<&[u64]> = lanes.iter().map(|l| l.exp).collect();
+    let call = CallLanes::new(&moduli, &bases, &exps, exp_bits)?;
+    let n = moduli[0].size.limbs52();
+    if lanes
+        .iter()
+        .any(|l| l.blinding.a.len() != n || l.blinding.ai.len() != n)
+    {
+        return Err(KaeError::InvalidLength);
     }
-    let m = interleave(
-        &lanes
-            .iter()
-            .map(|l| &l.modulus.limbs[..])
-            .collect::<Vec<_>>(),
+    let a = interleave(
+        &lanes.iter().map(|l| &l.blinding.a[..]).collect::<Vec<_>>(),
         false,
         n,
     );
-    let rr = interleave(
-        &lanes.iter().map(|l| &l.modulus.rr[..]).collect::<Vec<_>>(),
+    let ai = interleave(
+        &lanes.iter().map(|l| &l.blinding.ai[..]).collect::<Vec<_>>(),
         false,
         n,
     );
-    let b = interleave(&lanes.iter().map(|l| l.base).collect::<Vec<_>>(), true, n);
-    let e = interleave(
-        &lanes.iter().map(|l| l.exp).collect::<Vec<_>>(),
-        false,
-        exp_words.max(1),
+    let (mut blinded, mut a2, mut y, mut out, mut ai2) = (
+        call.zeros(),
+        call.zeros(),
+        call.zeros(),
+        call.zeros(),
+        call.zeros(),
     );
-    let mut out = Zeroizing::new(vec![[0u64; LANES]; n]);
-    let call = ExpCall {
-        kind,
-        m: &m,
-        k0: &k0,
-        rr: &rr,
-        base: &b,
-        exp: &e,
-        exp_bits,
-    };
-    on_kernel_stack(|| match engine {
-        #[cfg(target_arch = "x86_64")]
-        Engine::Ifma(token) => kernel::exp_ifma(token, &call, &mut out),
-        #[cfg(not(target_arch = "x86_64"))]
-        Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
-        Engine::Portable => kernel::exp_portable::<true>(&call, &mut out),
-        Engine::PortableColumns => kernel::exp_portable::<false>(&call, &mut out),
+    on_kernel_stack(|| {
+        // a·R·R⁻¹ = a: base·a comes out plain, as the exponentiation takes its base.
+        mul_lanes(engine, &call, &call.base, &a, &mut blinded);
+        mul_lanes(engine, &call, &a, &a, &mut a2);
+        exponentiate(engine, Exponent::Secret, &call, &blinded, &mut y);
+        mul_lanes(engine, &call, &y, &ai, &mut out);
+        mul_lanes(engine, &call, &ai, &ai, &mut ai2);
     })
     .ok_or(KaeError::OutOfMemory)?;
-    let mut results = Vec::with_capacity(lanes.len());
-    let mut limbs = Zeroizing::new(vec![0u64; n]);
-    for (i, l) in lanes.iter().enumerate() {
-        for (j, x) in limbs.iter_mut().enumerate() {
-            *x = out[j][i];
-        }
-        let mut w: Limbs = Zeroizing::new(vec![0u64; words]);
-        repack(&limbs, 52, &mut w, 64);
-        results.push(if l.modulus.usable {
-            Ok(w)
-        } else {
-            Err(KaeError::InvalidModulus)
-        });
+    for (lane, l) in lanes.iter_mut().enumerate() {
+        l.blinding.a = lane_of(&a2, lane);
+        l.blinding.ai = lane_of(&ai2, lane);
     }
-    Ok(results)
+    Ok(call.results(&out))
+}
+
+/// One kernel call's lanes, interleaved and checked: the prepared moduli, the bases (64-bit
+/// words repacked into 52-bit limbs), the exponents.
+struct CallLanes {
+    usable: Vec<bool>,
+    words: usize,
+    k0: Zeroizing<[u64; LANES]>,
+    m: Zeroizing<Vec<[u64; LANES]>>,
+    rr: Zeroizing<Vec<[u64; LANES]>>,
+    base: Zeroizing<Vec<[u64; LANES]>>,
+    exp: Zeroizing<Vec<[u64; LANES]>>,
+    exp_bits: usize,
+}
+
+impl CallLanes {
+    /// Errors (public facts only): no lane or more than 8, moduli of different sizes, a base
+    /// that is not the size's width, exponents of different word counts or fewer than
+    /// `exp_bits` bits. `exps` may hold one exponent for every lane.
+    fn new(
+        moduli: &[&Prepared],
+        bases: &[&[u64]],
+        exps: &[&[u64]],
+        exp_bits: usize,
+    ) -> KaeResult<CallLanes> {
+        let Some(first) = moduli.first() else {
+            return Err(KaeError::InvalidLength);
+        };
+        let size = first.size;
+        let words = size.words();
+        let exp_words = exps.first().map_or(0, |e| e.len());
+        if moduli.len() > LANES || exp_words * 64 < exp_bits || bases.len() != moduli.len() {
+            return Err(KaeError::InvalidLength);
+        }
+        if moduli.iter().any(|m| m.size != size)
+            || exps.iter().any(|e| e.len() != exp_words)
+            || bases.iter().any(|b| b.len() != words)
+        {
+            return Err(KaeError::InvalidLength);
+        }
+        let n = size.limbs52();
+        // Lanes past `moduli.len()` repeat lane 0 (as `interleave` does).
+        let mut k0 = Zeroizing::new([0u64; LANES]);
+        for (i, k) in k0.iter_mut().enumerate() {
+            *k = *moduli[if i < moduli.len() { i } else { 0 }].k0;
+        }
+        let m = interleave(
+            &moduli.iter().map(|p| &p.limbs[..]).collect::<Vec<_>>(),
+            false,
+            n,
+        );
+        let rr = interleave(
+            &moduli.iter().map(|p| &p.rr[..]).collect::<Vec<_>>(),
+            false,
+            n,
+        );
+        Ok(CallLanes {
+            usable: moduli.iter().map(|p| p.usable).collect(),
+            words,
+            k0,
+            m,
+            rr,
+            base: interleave(bases, true, n),
+            exp: interleave(exps, false, exp_words.max(1)),
+            exp_bits,
+        })
+    }
+
+    /// An interleaved number of the call's width, zero.
+    fn zeros(&self) -> Zeroizing<Vec<[u64; LANES]>> {
+        Zeroizing::new(vec![[0u64; LANES]; self.m.len()])
+    }
+
+    /// The lanes' results as `words` words each; `InvalidModulus` for an unusable modulus.
+    fn results(&self, out: &kernel::Interleaved) -> Vec<KaeResult<Limbs>> {
+        let mut results = Vec::with_capacity(self.usable.len());
+        for (i, &usable) in self.usable.iter().enumerate() {
+            let limbs = lane_of(out, i);
+            let mut w: Limbs = Zeroizing::new(vec![0u64; self.words]);
+            repack(&limbs, 52, &mut w, 64);
+            results.push(if usable {
+                Ok(w)
+            } else {
+                Err(KaeError::InvalidModulus)
+            });
+        }
+        results
+    }
+}
+
+/// Values of the moduli's width (64-bit words) interleaved as 52-bit limbs.
+fn interleave_words(
+    values: &[&[u64]],
+    moduli: &[&Prepared],
+) -> KaeResult<Zeroizing<Vec<[u64; LANES]>>> {
+    let size = moduli[0].size;
+    if values.iter().any(|v| v.len() != size.words()) {
+        return Err(KaeError::InvalidLength);
+    }
+    Ok(interleave(values, true, size.limbs52()))
+}
+
+/// Lane `lane` of an interleaved number.
+fn lane_of(v: &kernel::Interleaved, lane: usize) -> Zeroizing<Vec<u64>> {
+    Zeroizing::new(v.iter().map(|limb| limb[lane]).collect())
+}
+
+/// out = a·b·R⁻¹ mod m in every lane of `call`, fully reduced (a, b below m).
+fn mul_lanes(
+    engine: Engine,
+    call: &CallLanes,
+    a: &kernel::Interleaved,
+    b: &kernel::Interleaved,
+    out: &mut kernel::Interleaved,
+) {
+    match engine {
+        #[cfg(target_arch = "x86_64")]
+        Engine::Ifma(token) => kernel::mul_ifma(token, &call.m, &call.k0, a, b, out),
+        #[cfg(not(target_arch = "x86_64"))]
+        Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
+        Engine::Portable | Engine::PortableColumns => {
+            kernel::mul_portable(&call.m, &call.k0, a, b, out)
+        }
+    }
+}
+
+/// `base`^exp mod m in every lane of `call` into `out` (run on the kernel's stack).
+fn exponentiate(
+    engine: Engine,
+    kind: Exponent,
+    call: &CallLanes,
+    base: &kernel::Interleaved,
+    out: &mut kernel::Interleaved,
+) {
+    let exp = ExpCall {
+        kind,
+        m: &call.m,
+        k0: &call.k0,
+        rr: &call.rr,
+        base,
+        exp: &call.exp,
+        exp_bits: call.exp_bits,
+    };
+    match engine {
+        #[cfg(target_arch = "x86_64")]
+        Engine::Ifma(token) => kernel::exp_ifma(token, &exp, out),
+        #[cfg(not(target_arch = "x86_64"))]
+        Engine::Ifma(_) => unreachable!("no IFMA engine off x86_64"),
+        Engine::Portable => kernel::exp_portable::<true>(&exp, out),
+        Engine::PortableColumns => kernel::exp_portable::<false>(&exp, out),
+    }
 }
 
 #[cfg(test)]
@@ -608,6 +789,93 @@ mod tests {
             }
             assert_eq!(r[i][0] as u128, want, "lane {i}");
             assert!(r[i][1..].iter().all(|&x| x == 0));
+        }
+    }
+
+    /// Each lane's result is (base·a)^exp·a⁻¹ mod m for its pair, and the pair is squared
+    /// for the next call (checked there and against num-bigint), on every engine here: lanes
+    /// of different moduli in the 1024-bit class, 7 lanes (the eighth repeats lane 0).
+    #[test]
+    fn blinded_lanes_unblind_and_square_their_pairs() {
+        use num_bigint::BigUint;
+        let size = Size::B1024;
+        let w = size.words();
+        let words = |x: &BigUint| -> Vec<u64> {
+            let mut v = x.to_u64_digits();
+            v.resize(w, 0);
+            v
+        };
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut random = |bits: usize| {
+            let d: Vec<u64> = (0..bits.div_ceil(64)).map(|_| next()).collect();
+            BigUint::from_slice(
+                &d.iter()
+                    .flat_map(|x| [*x as u32, (*x >> 32) as u32])
+                    .collect::<Vec<_>>(),
+            ) % (BigUint::from(1u8) << bits)
+        };
+        let lanes = 7;
+        let moduli: Vec<BigUint> = (0..lanes)
+            .map(|i| random(1024 - 3 * i) | BigUint::from(1u8) | (BigUint::from(1u8) << 700))
+            .collect();
+        let vals = |k: usize, random: &mut dyn FnMut(usize) -> BigUint| -> Vec<BigUint> {
+            moduli.iter().map(|m| random(1100 + k) % m).collect()
+        };
+        let (bases, a, ai) = (
+            vals(0, &mut random),
+            vals(1, &mut random),
+            vals(2, &mut random),
+        );
+        let exp = random(1024);
+        let exp_words = words(&exp);
+        let mw: Vec<Vec<u64>> = moduli.iter().map(&words).collect();
+        let mut engines = vec![Engine::Portable, Engine::PortableColumns];
+        engines.extend(Engine::ifma());
+        for engine in engines {
+            let refs: Vec<&[u64]> = mw.iter().map(|m| &m[..]).collect();
+            let prepared = Prepared::many(engine, size, &refs).unwrap();
+            let (aw, aiw): (Vec<Vec<u64>>, Vec<Vec<u64>>) = (
+                a.iter().map(&words).collect(),
+                ai.iter().map(&words).collect(),
+            );
+            let plain: Vec<(&Prepared, &[u64], &[u64])> = (0..lanes)
+                .map(|i| (&prepared[i], &aw[i][..], &aiw[i][..]))
+                .collect();
+            let mut pairs = LaneBlinding::many(engine, &plain).unwrap();
+            let bw: Vec<Vec<u64>> = bases.iter().map(&words).collect();
+            for round in 0..2u32 {
+                let mut call: Vec<BlindedLane> = pairs
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(i, blinding)| BlindedLane {
+                        modulus: &prepared[i],
+                        base: &bw[i],
+                        exp: &exp_words,
+                        blinding,
+                    })
+                    .collect();
+                let out = mod_exp_blinded(engine, &mut call, 1024).unwrap();
+                for (i, m) in moduli.iter().enumerate() {
+                    let sq = BigUint::from(1u8 << round);
+                    let (ar, air) = (a[i].modpow(&sq, m), ai[i].modpow(&sq, m));
+                    let want = (&bases[i] * ar).modpow(&exp, m) * air % m;
+                    let got = BigUint::from_slice(
+                        &out[i]
+                            .as_ref()
+                            .unwrap()
+                            .iter()
+                            .flat_map(|x| [*x as u32, (*x >> 32) as u32])
+                            .collect::<Vec<_>>(),
+                    );
+                    assert_eq!(got, want, "{}: lane {i}, call {round}", engine.name());
+                }
+            }
         }
     }
 

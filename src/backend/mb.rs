@@ -2,16 +2,18 @@
 //! process, are grouped by prime size and their CRT halves exponentiated eight lanes at a time
 //! by `mb::mod_exp` (AVX-512 IFMA).
 //!
-//! Request flow: the caller blinds (`rsa::ops::prepare_private`) and submits a
-//! `ExponentiateBlinded` request to the gatherer (`gather.rs`). The submit that completes a full
-//! kernel call of its size class ([`PER_CALL`] requests: p and q halves of each side by side)
-//! computes it on its own thread; what never fills is taken by the gatherer's flusher, an
-//! ordinary-priority thread, within a bounded delay. A batch reduces each blinded input mod p
-//! and mod q, runs the halves as lanes, recombines (Garner, in constant time:
-//! `rsa::ops::recombine`), raises each result to e mod p and mod q in the same lanes, and
-//! completes the requests. The caller then compares those with its blinded input and unblinds
-//! (`finish_private`): a wrong lane is caught there and recomputed without CRT, as for any
-//! backend.
+//! Request flow: the caller submits the private operation as it is (`OpKind::Private`) to the
+//! gatherer (`gather.rs`). The submit that completes a full kernel call of its size class
+//! ([`PER_CALL`] requests: p and q halves of each side by side) computes it on its own thread;
+//! what never fills is taken by the gatherer's flusher, an ordinary-priority thread, within a
+//! bounded delay. A batch checks each input as the CPU path does, reduces it mod p and mod q,
+//! and runs the halves as lanes blinded in the lanes: each half times r^e before its
+//! exponentiation and times r⁻¹ after it, with a pair of the key's kept per prime and squared
+//! in the same call (`mb::mod_exp_blinded`). It recombines (Garner, in constant time:
+//! `rsa::ops::recombine`), raises each result to e mod p and mod q in the same lanes and
+//! compares those with its own second reduction of the input: only a checked result is
+//! released; the CPU path (`rsa::ops::private_op`) recomputes any other, and answers a refused
+//! input with its error.
 //!
 //! A group too small to pay for a kernel call (see [`min_requests`]), or what is left of a
 //! group after its full calls when that is too small, is computed by libcrypto's scalar code;
@@ -21,9 +23,9 @@ use super::gather::{BatchFn, Gather, Shape};
 use super::Backend;
 use crate::completion::{Completer, OpKind, Request};
 use crate::error::{KaeError, KaeResult};
-use crate::mb::{self, Engine, PreparedLane, Size};
+use crate::ffi::fork::ForkSafeMutex;
+use crate::mb::{self, BlindedLane, Engine, PreparedLane, Size};
 use crate::rsa::ct_limbs::{self, BigNumLimbs, Limbs};
-use crate::rsa::ops::CheckResidues;
 use crate::rsa::RsaKey;
 use crate::settings::mb::MbConfig;
 use crate::settings::BackendKind;
@@ -140,7 +142,9 @@ pub fn start(
         depth: queues.max(1) * depth.max(PER_CALL),
         hand_off: true,
     };
-    let compute = Arc::new(move |b: &mut [Request]| batcher.compute(b)) as BatchFn;
+    let compute = Arc::new(move |b: &mut [Request]| {
+        batcher.compute(b);
+    }) as BatchFn;
     let gather =
         Gather::start("kae-mb-flush", shape, compute, completer).map_err(|e| e.to_string())?;
     Ok(MbBackend { gather })
@@ -169,34 +173,44 @@ impl Backend for MbBackend {
     /// Private operations of keys with a lane size, unless they come alone; public ones stay
     /// with the caller (e is small: a batch would only add a wait).
     fn takes(&self, key: &RsaKey, kind: OpKind) -> bool {
-        let ok =
-            kind == OpKind::ExponentiateBlinded && lane_size(key).is_some() && self.gather.wants();
+        let ok = kind == OpKind::Private && lane_size(key).is_some() && self.gather.wants();
         if !ok && kind != OpKind::Public {
             crate::stats::note_mb_scalar(1);
         }
         ok
     }
-    fn blinds_on_caller(&self) -> bool {
-        true
-    }
 }
 
+/// Blinding pairs kept per key: enough for the requests of one key that batches hold at once
+/// (more are made when the pool runs dry).
+const PAIRS_KEPT: usize = 64;
+
 /// What the kernel needs of a key, made at its first batch and kept with it
-/// (`rsa::key_slot`): both primes prepared (R² mod p and mod q, −p⁻¹ and −q⁻¹ mod 2^52)
-/// and the CRT exponents in the size class's width. Secret: wiped when the key goes.
+/// (`rsa::key_slot`, one per process): both primes prepared (R² mod p and mod q, −p⁻¹ and −q⁻¹
+/// mod 2^52), the CRT exponents in the size class's width, e, and the key's blinding pairs.
+/// Secret: wiped when the key goes.
 struct KeyLanes {
     p: mb::Prepared,
     q: mb::Prepared,
     dp: Limbs,
     dq: Limbs,
     /// e in the size class's width, for the fault check in the primes' lanes; `None` when e
-    /// is wider than the primes (`finish_private` then checks with libcrypto).
+    /// is wider than the primes (such keys' requests go to the scalar code).
     e: Option<PublicExponent>,
+    pairs: ForkSafeMutex<Vec<PrimePairs>>,
 }
 
 struct PublicExponent {
     limbs: Limbs,
     bits: usize,
+}
+
+/// One blinding pair of a key (r^e and r⁻¹ mod n for a random r), reduced mod p and mod q
+/// in the lanes' form; squared by each kernel call that uses it.
+struct PrimePairs {
+    p: mb::LaneBlinding,
+    q: mb::LaneBlinding,
+    uses: u32,
 }
 
 impl KeyLanes {
@@ -217,12 +231,56 @@ impl KeyLanes {
                 limbs,
                 bits: ct_limbs::declassify_usize(e.num_bits()),
             }),
+            pairs: ForkSafeMutex::default(),
         })
     }
-}
 
-/// A request of the batch with its result y: its index and its key's lanes.
-type Answered = (usize, Arc<KeyLanes>, Limbs);
+    /// A pooled pair, or a new one (made with others that go to the pool).
+    fn take_pair(&self, engine: Engine, key: &RsaKey) -> KaeResult<PrimePairs> {
+        if let Some(pair) = self.pairs.lock().pop() {
+            return Ok(pair);
+        }
+        let mut fresh = self.new_pairs(engine, key)?;
+        let first = fresh.pop().ok_or(KaeError::BignumFailure)?;
+        self.put_back(fresh);
+        Ok(first)
+    }
+
+    /// Pools `pairs` that have uses left, as many as the pool has room for (the rest are
+    /// wiped).
+    fn put_back(&self, pairs: impl IntoIterator<Item = PrimePairs>) {
+        let mut v = self.pairs.lock();
+        let room = PAIRS_KEPT.saturating_sub(v.len());
+        v.extend(
+            pairs
+                .into_iter()
+                .filter(|p| p.uses < crate::rsa::ops::BLINDING_MAX_USES)
+                .take(room),
+        );
+    }
+
+    /// Fresh pairs from the key's blinding (`rsa::ops::blinding_values`), reduced mod p and
+    /// mod q and put in the lanes' form.
+    fn new_pairs(&self, engine: Engine, key: &RsaKey) -> KaeResult<Vec<PrimePairs>> {
+        let size = self.p.size();
+        let values = crate::rsa::ops::blinding_values(key, crate::rsa::ops::BLINDING_BATCH)?;
+        let reduced = values
+            .iter()
+            .map(|(a, ai)| Ok((residues(key, a, size)?, residues(key, ai, size)?)))
+            .collect::<KaeResult<Vec<_>>>()?;
+        let mut plain: Vec<(&mb::Prepared, &[u64], &[u64])> = Vec::with_capacity(2 * values.len());
+        for (a, ai) in &reduced {
+            plain.push((&self.p, &a.p, &ai.p));
+            plain.push((&self.q, &a.q, &ai.q));
+        }
+        let mut made = mb::LaneBlinding::many(engine, &plain)?.into_iter();
+        let mut pairs = Vec::with_capacity(values.len());
+        while let (Some(p), Some(q)) = (made.next(), made.next()) {
+            pairs.push(PrimePairs { p, q, uses: 0 });
+        }
+        Ok(pairs)
+    }
+}
 
 /// A number mod p and mod q, each padded to the size class's width: two lanes.
 struct Residues {
@@ -230,10 +288,13 @@ struct Residues {
     q: Limbs,
 }
 
-/// One request's CRT halves, ready as two lanes.
+/// One private operation ready as two lanes: the input (n's width, for the fault check's own
+/// reduction), its residues and a blinding pair.
 struct Halves {
     key: Arc<KeyLanes>,
+    x: Limbs,
     c: Residues,
+    pair: PrimePairs,
 }
 
 /// x mod p and x mod q in constant time (`ct_limbs`), for `size`'s lanes.
@@ -258,51 +319,58 @@ fn residues(key: &RsaKey, x: &[u64], size: Size) -> KaeResult<Residues> {
     })
 }
 
-/// Reduces the blinded input mod p and mod q and takes the key's lanes from its backend
-/// state, made here at the key's first batch.
-fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Halves> {
+/// Checks the request's input (the CPU path's checks: `rsa::ops::private_input`), reduces it
+/// mod p and mod q and takes a blinding pair and the key's lanes (made here at the key's first
+/// batch). `None` for a key whose e is wider than its primes.
+fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Option<Halves>> {
     let key = &req.key;
+    let x = crate::rsa::ops::private_input(key, &req.input, req.output.len())?;
     let lanes = key.backend_state.get_or_make_valid(
         BackendKind::MultiBuffer.name(),
         |k: &KeyLanes| k.p.size() == size,
         || KeyLanes::make(engine, key, size),
     )?;
-    let x = crate::rsa::ops::limbs_from_be(key, &req.input)?;
-    Ok(Halves {
+    if lanes.e.is_none() {
+        return Ok(None);
+    }
+    let c = residues(key, &x, size)?;
+    let pair = lanes.take_pair(engine, key)?;
+    Ok(Some(Halves {
         key: lanes,
-        c: residues(key, &x, size)?,
-    })
+        x,
+        c,
+        pair,
+    }))
 }
 
-/// y = m2 + q·((m1 − m2)·qInv mod p) into the request's output (big-endian, key size);
-/// returns y.
-fn recombine_into(req: &mut Request, m1: &[u64], m2: &[u64]) -> KaeResult<Limbs> {
-    let key = req.key.clone();
+/// m = m2 + q·((m1 − m2)·qInv mod p), as limbs of n's width.
+fn recombine(key: &RsaKey, m1: &[u64], m2: &[u64]) -> KaeResult<Limbs> {
     let mont = key.mont()?;
     let crt = mont.crt.as_ref().ok_or(KaeError::MissingPrivateKey)?;
     let (wp, wq) = (crt.lp.width(), crt.lq.width());
     // The halves are below p and q: their words above the primes' widths are zero.
-    let y = crate::rsa::ops::recombine(
+    Ok(crate::rsa::ops::recombine(
         &m1[..wp],
         &m2[..wq],
         &crt.lp,
         &crt.lq,
         &crt.qinv_mont,
         mont.ln.width(),
-    );
-    ct_limbs::write_be(&y, &mut req.output);
-    Ok(y)
+    ))
 }
+
+/// A result of the batch before its fault check: the request's index, its halves and m.
+type Answered = (usize, Halves, Limbs);
 
 impl Batcher {
     /// The workers' batch function: groups by size class, kernel for groups big enough, scalar
-    /// code for the rest.
-    fn compute(&self, batch: &mut [Request]) {
+    /// code for the rest. Returns how many results the fault check rejected.
+    fn compute(&self, batch: &mut [Request]) -> u32 {
         let mut groups: Vec<(Size, Vec<usize>)> = Vec::new();
         let mut scalar: Vec<usize> = Vec::new();
         for (i, r) in batch.iter().enumerate() {
             match (r.kind, lane_size(&r.key)) {
-                (OpKind::ExponentiateBlinded, Some(size)) => {
+                (OpKind::Private, Some(size)) => {
                     match groups.iter_mut().find(|(s, _)| *s == size) {
                         Some((_, v)) => v.push(i),
                         None => groups.push((size, vec![i])),
@@ -311,6 +379,7 @@ impl Batcher {
                 _ => scalar.push(i),
             }
         }
+        let mut faults = 0;
         for (size, mut idx) in groups {
             // Full calls of 4 requests; a remainder too small to pay for a call of its own
             // (1 request of RSA-2048 after 4) goes to the scalar code.
@@ -321,125 +390,185 @@ impl Batcher {
                 scalar.extend(small);
             }
             if !idx.is_empty() {
-                self.run_group(batch, size, &idx);
+                faults += self.run_group(batch, size, &idx, &mut scalar);
             }
         }
         for i in scalar {
             super::compute(&mut batch[i]);
         }
+        faults
     }
 
     /// Runs the requests `idx` of one size class through the kernel, 8 lanes (4 requests) per
-    /// call; a request whose preparation fails gets that error, the others go on.
-    fn run_group(&self, batch: &mut [Request], size: Size, idx: &[usize]) {
-        let mut results: Vec<Answered> = Vec::with_capacity(idx.len());
+    /// call, checks and releases their results; a request that cannot go through the lanes
+    /// (its input refused, a failed call or a rejected result) joins `scalar`, where the CPU
+    /// path answers it (with the same error, for a refused input). Returns the rejections.
+    fn run_group(
+        &self,
+        batch: &mut [Request],
+        size: Size,
+        idx: &[usize],
+        scalar: &mut Vec<usize>,
+    ) -> u32 {
         let mut ready: Vec<(usize, Halves)> = Vec::with_capacity(idx.len());
         for &i in idx {
             match halves(&batch[i], size, self.engine) {
-                Ok(h) => ready.push((i, h)),
-                Err(e) => batch[i].result = Err(e),
+                Ok(Some(h)) => ready.push((i, h)),
+                _ => scalar.push(i),
             }
         }
-        for chunk in ready.chunks(PER_CALL) {
-            let mut lanes: Vec<PreparedLane> = Vec::with_capacity(2 * chunk.len());
-            for (_, h) in chunk {
-                lanes.push(PreparedLane {
-                    modulus: &h.key.p,
-                    base: &h.c.p,
-                    exp: &h.key.dp,
-                });
-                lanes.push(PreparedLane {
-                    modulus: &h.key.q,
-                    base: &h.c.q,
-                    exp: &h.key.dq,
-                });
-            }
-            let out = mb::mod_exp_prepared(self.engine, &lanes, size.bits());
-            crate::stats::note_mb_batch(lanes.len());
-            match out {
-                Ok(mut out) => {
-                    if let Some(k) = self.fault_lane.filter(|&k| k < out.len()) {
-                        if let Ok(v) = out[k].as_mut() {
-                            v[0] ^= 1; // testing only: a wrong lane for the fault check to catch
-                        }
-                    }
-                    for (n, (i, h)) in chunk.iter().enumerate() {
-                        let r = &mut batch[*i];
-                        // A lane that failed (a broken key) fails its own request only.
-                        r.result = match (&out[2 * n], &out[2 * n + 1]) {
-                            (Ok(m1), Ok(m2)) => recombine_into(r, m1, m2).map(|y| {
-                                results.push((*i, h.key.clone(), y));
-                            }),
-                            (Err(e), _) | (_, Err(e)) => Err(*e),
-                        };
-                    }
-                }
-                Err(e) => {
-                    for (i, _) in chunk {
-                        batch[*i].result = Err(e);
+        let mut answered: Vec<Answered> = Vec::with_capacity(ready.len());
+        let mut spent: Vec<(Arc<KeyLanes>, PrimePairs)> = Vec::with_capacity(ready.len());
+        let mut ready = ready.into_iter().peekable();
+        while ready.peek().is_some() {
+            let mut chunk: Vec<(usize, Halves)> = ready.by_ref().take(PER_CALL).collect();
+            let out = self.exponentiate(&mut chunk, size);
+            for (n, (i, mut h)) in chunk.into_iter().enumerate() {
+                h.pair.uses += 1;
+                let m = match &out {
+                    Ok(out) => match (&out[2 * n], &out[2 * n + 1]) {
+                        (Ok(m1), Ok(m2)) => recombine(&batch[i].key, m1, m2).ok(),
+                        _ => None, // a failed lane (a broken key) fails its own request only
+                    },
+                    Err(_) => None,
+                };
+                match m {
+                    Some(m) => answered.push((i, h, m)),
+                    None => {
+                        scalar.push(i);
+                        spent.push((h.key, h.pair));
                     }
                 }
             }
         }
-        self.check_in_lanes(batch, results);
+        let faults = self.check_and_release(batch, answered, scalar, &mut spent);
+        for (key, pair) in spent {
+            key.put_back([pair]);
+        }
+        faults
     }
 
-    /// The fault check's exponentiations y^e mod p and y^e mod q for the group's results, in
-    /// the primes' lanes (4 results per kernel call), into each request's `check`;
-    /// `finish_private` compares them with the blinded input mod p and mod q. A request left
-    /// without them (e wider than the primes, a failed call) is checked there by libcrypto.
-    fn check_in_lanes(&self, batch: &mut [Request], results: Vec<Answered>) {
-        let mut ready: Vec<(usize, Arc<KeyLanes>, Residues)> = Vec::with_capacity(results.len());
-        for (i, lanes, y) in results {
-            if lanes.e.is_none() {
-                continue;
-            }
-            if let Ok(y) = residues(&batch[i].key, &y, lanes.p.size()) {
-                ready.push((i, lanes, y));
+    /// One kernel call: the chunk's halves as lanes (p and q of each request side by side),
+    /// blinded with each request's pair in the lanes.
+    fn exponentiate(
+        &self,
+        chunk: &mut [(usize, Halves)],
+        size: Size,
+    ) -> KaeResult<Vec<KaeResult<Limbs>>> {
+        let mut lanes: Vec<BlindedLane> = Vec::with_capacity(2 * chunk.len());
+        for (_, h) in chunk.iter_mut() {
+            let Halves { key, c, pair, .. } = h;
+            lanes.push(BlindedLane {
+                modulus: &key.p,
+                base: &c.p,
+                exp: &key.dp,
+                blinding: &mut pair.p,
+            });
+            lanes.push(BlindedLane {
+                modulus: &key.q,
+                base: &c.q,
+                exp: &key.dq,
+                blinding: &mut pair.q,
+            });
+        }
+        let mut out = mb::mod_exp_blinded(self.engine, &mut lanes, size.bits());
+        crate::stats::note_mb_batch(lanes.len());
+        if let (Some(k), Ok(out)) = (self.fault_lane, out.as_mut()) {
+            if let Some(Ok(v)) = out.get_mut(k) {
+                v[0] ^= 1; // testing only: a wrong lane for the fault check to catch
             }
         }
-        for chunk in ready.chunks(PER_CALL) {
-            let mut lanes: Vec<PreparedLane> = Vec::with_capacity(2 * chunk.len());
-            let mut e_bits = 0;
-            for (_, k, y) in chunk {
-                let Some(e) = &k.e else {
-                    unreachable!("kept only with e")
-                };
-                e_bits = e_bits.max(e.bits);
-                lanes.push(PreparedLane {
-                    modulus: &k.p,
-                    base: &y.p,
-                    exp: &e.limbs,
-                });
-                lanes.push(PreparedLane {
-                    modulus: &k.q,
-                    base: &y.q,
-                    exp: &e.limbs,
-                });
+        out
+    }
+
+    /// The fault check, before any result is released: m^e mod p and mod q in the primes'
+    /// lanes (4 results per kernel call), compared in constant time with the input reduced
+    /// mod p and mod q again (its own reduction: a fault in the lanes' one cannot pass).
+    /// Checked results are written out; the others join `scalar`. The pairs go to `spent`.
+    fn check_and_release(
+        &self,
+        batch: &mut [Request],
+        answered: Vec<Answered>,
+        scalar: &mut Vec<usize>,
+        spent: &mut Vec<(Arc<KeyLanes>, PrimePairs)>,
+    ) -> u32 {
+        let mut faults = 0;
+        let mut answered = answered.into_iter().peekable();
+        while answered.peek().is_some() {
+            let chunk: Vec<Answered> = answered.by_ref().take(PER_CALL).collect();
+            let ok = self.verify(batch, &chunk);
+            for ((i, h, m), ok) in chunk.into_iter().zip(ok) {
+                match ok {
+                    Some(true) => {
+                        let r = &mut batch[i];
+                        ct_limbs::write_be(&m, &mut r.output);
+                        r.result = Ok(());
+                    }
+                    Some(false) => {
+                        faults += 1;
+                        crate::logging::warn_rate_limited(
+                            "crt-fault",
+                            format_args!(
+                                "RSA CRT result of the multi-buffer lanes failed verification; \
+                                 recomputing on the CPU"
+                            ),
+                        );
+                        scalar.push(i);
+                    }
+                    None => scalar.push(i),
+                }
+                spent.push((h.key, h.pair));
             }
-            let Ok(out) = mb::mod_exp_public(self.engine, &lanes, e_bits) else {
+        }
+        crate::stats::note_crt_faults(faults);
+        faults
+    }
+
+    /// Whether m^e ≡ x (mod p and mod q) for each result of `chunk` (`None`: not checked).
+    fn verify(&self, batch: &[Request], chunk: &[Answered]) -> Vec<Option<bool>> {
+        let mut none = vec![None; chunk.len()];
+        let Some(size) = chunk.first().map(|(_, h, _)| h.key.p.size()) else {
+            return none;
+        };
+        let mut powers: Vec<Residues> = Vec::with_capacity(chunk.len());
+        for (i, _, m) in chunk {
+            match residues(&batch[*i].key, m, size) {
+                Ok(r) => powers.push(r),
+                Err(_) => return none,
+            }
+        }
+        let mut lanes: Vec<PreparedLane> = Vec::with_capacity(2 * chunk.len());
+        let mut e_bits = 0;
+        for ((_, h, _), y) in chunk.iter().zip(&powers) {
+            let Some(e) = &h.key.e else {
+                return none; // kept only with e (`halves`)
+            };
+            e_bits = e_bits.max(e.bits);
+            lanes.push(PreparedLane {
+                modulus: &h.key.p,
+                base: &y.p,
+                exp: &e.limbs,
+            });
+            lanes.push(PreparedLane {
+                modulus: &h.key.q,
+                base: &y.q,
+                exp: &e.limbs,
+            });
+        }
+        let Ok(out) = mb::mod_exp_public(self.engine, &lanes, e_bits) else {
+            return none;
+        };
+        for (((i, h, _), pair), ok) in chunk.iter().zip(out.chunks(2)).zip(none.iter_mut()) {
+            let Ok(x) = residues(&batch[*i].key, &h.x, size) else {
                 continue;
             };
-            for ((i, _, _), pair) in chunk.iter().zip(out.chunks(2)) {
-                let r = &mut batch[*i];
-                let Ok(crt) = r.key.mont().map(|m| m.crt.as_ref()) else {
-                    continue;
-                };
-                r.check = match (crt, &pair[0], &pair[1]) {
-                    (Some(crt), Ok(yp), Ok(yq)) => Some(CheckResidues {
-                        mod_p: truncated(yp, crt.lp.width()),
-                        mod_q: truncated(yq, crt.lq.width()),
-                    }),
-                    _ => None,
-                };
+            if let (Ok(yp), Ok(yq)) = (&pair[0], &pair[1]) {
+                let same = ct_limbs::eq(yp, &x.p) & ct_limbs::eq(yq, &x.q);
+                *ok = Some(ct_limbs::declassify_u64(same) == 1);
             }
         }
+        none
     }
-}
-
-/// The first `words` words of `x` (a value below a prime of that width).
-fn truncated(x: &[u64], words: usize) -> Limbs {
-    Zeroizing::new(x[..words.min(x.len())].to_vec())
 }
 
 #[cfg(test)]
@@ -464,11 +593,12 @@ mod tests {
         }
     }
 
-    /// A batch hands back, beside each result y, y^e mod p and mod q computed in lanes: the
-    /// request's input mod p and mod q when y is right (checked against num-bigint), not
-    /// when a lane went wrong.
+    /// A batch answers private operations with x^d mod n (checked against num-bigint); a
+    /// corrupted lane is caught by the fault check and its request recomputed, still right;
+    /// an input the CPU path refuses gets the same error there; each request's pair goes back
+    /// to the key's pool, its use counted.
     #[test]
-    fn a_batch_checks_its_results_in_lanes() {
+    fn a_batch_checks_its_results_before_releasing_them() {
         use crate::completion::Waiter;
         use num_bigint::BigUint;
         let key = Arc::new(
@@ -481,38 +611,62 @@ mod tests {
         );
         let big = |b: &crate::ffi::bn::BigNum| BigUint::from_bytes_be(&b.to_be_bytes().unwrap());
         let (n, d) = (big(key.n().unwrap()), big(key.d.as_ref().unwrap()));
-        let (p, q) = (big(&key.primes[0]), big(&key.primes[1]));
-        let value = |l: &[u64]| BigUint::from_bytes_le(&ct_limbs::to_le_bytes(l));
+        let too_big = key.n().unwrap().to_be_bytes().unwrap();
+        let mut refused = vec![0u8; key.size()];
+        let want_err = crate::rsa::ops::private_op(&key, &too_big, &mut refused).result;
+        assert!(want_err.is_err());
         for fault_lane in [None, Some(2)] {
             let batcher = Batcher {
                 engine: Engine::Portable,
                 fault_lane,
             };
-            let mut batch: Vec<Request> = (0..PER_CALL as u8)
+            let mut batch: Vec<Request> = (0..2 * PER_CALL as u8)
                 .map(|t| {
-                    let mut x = vec![t.wrapping_mul(37).wrapping_add(5); key.size()];
+                    let mut x =
+                        vec![t.wrapping_mul(37).wrapping_add(5); key.size() - t as usize % 2];
                     x[0] = 0; // below n
+                    if t == 5 {
+                        x = too_big.clone();
+                    }
                     Request::new(
-                        OpKind::ExponentiateBlinded,
+                        OpKind::Private,
                         key.clone(),
                         &x,
                         Arc::new(Waiter::new(None)),
                     )
                 })
                 .collect();
-            batcher.compute(&mut batch);
+            let faults = batcher.compute(&mut batch);
+            // Lane 2 of each call is its second request's p half: requests 1 and 6 (5 was
+            // refused before the calls).
+            let want = if fault_lane.is_some() { 2 } else { 0 };
+            assert_eq!(faults, want, "fault lane {fault_lane:?}");
             for (i, r) in batch.iter().enumerate() {
+                if i == 5 {
+                    assert_eq!(r.result, want_err, "request {i}: the CPU path's error");
+                    continue;
+                }
                 assert_eq!(r.result, Ok(()), "request {i}");
                 let x = BigUint::from_bytes_be(&r.input);
-                let right = BigUint::from_bytes_be(&r.output) == x.modpow(&d, &n);
-                let check = r.check.as_ref().expect("check values from the lanes");
-                let matches = value(&check.mod_p) == &x % &p && value(&check.mod_q) == &x % &q;
-                // Lane 2 is request 1's p half.
-                let wronged = fault_lane == Some(2) && i == 1;
-                assert_eq!(right, !wronged, "request {i}, fault lane {fault_lane:?}");
-                assert_eq!(matches, right, "request {i}, fault lane {fault_lane:?}");
+                assert_eq!(
+                    BigUint::from_bytes_be(&r.output),
+                    x.modpow(&d, &n),
+                    "request {i}, fault lane {fault_lane:?}"
+                );
             }
         }
+        let lanes = key
+            .backend_state
+            .get_or_make_valid(
+                BackendKind::MultiBuffer.name(),
+                |_: &KeyLanes| true,
+                || unreachable!("made by the batch"),
+            )
+            .unwrap();
+        let pool = lanes.pairs.lock();
+        // One batch of pairs made; 7 requests in each of the two rounds used one each.
+        assert_eq!(pool.len(), crate::rsa::ops::BLINDING_BATCH);
+        assert_eq!(pool.iter().map(|p| p.uses).sum::<u32>(), 14);
     }
 
     #[test]

@@ -15,12 +15,12 @@ use crate::rsa::key::{Blinding, CrtCache, RsaKey};
 
 /// A blinding pair is refreshed (new r) after this many uses; in between it is updated by
 /// squaring, which is much cheaper than an inversion.
-const BLINDING_MAX_USES: u32 = 32;
+pub(crate) const BLINDING_MAX_USES: u32 = 32;
 /// Blinding pairs kept per key (one per concurrently signing thread is enough).
 const BLINDING_POOL: usize = 16;
 /// Blinding pairs made at a time: one inversion serves them all (a pool's worth; libcrypto's
 /// inversion costs several times a pair's other work).
-const BLINDING_BATCH: usize = BLINDING_POOL;
+pub(crate) const BLINDING_BATCH: usize = BLINDING_POOL;
 /// Draws of r for one blinding pair before giving up (as OpenSSL).
 const BLINDING_TRIES: usize = 32;
 
@@ -179,6 +179,19 @@ fn take_blinding(key: &RsaKey, ctx: &BnCtx) -> KaeResult<Blinding> {
     Ok(first)
 }
 
+/// `count` fresh pairs (r^e mod n, r⁻¹ mod n) as plain numbers of n's width, made as
+/// [`new_blindings`] makes them, for backends that blind in their own arithmetic.
+pub fn blinding_values(key: &RsaKey, count: usize) -> KaeResult<Vec<(Limbs, Limbs)>> {
+    let ctx = key.bn_ctx()?;
+    let ln = &key.mont()?.ln;
+    let mut one: Limbs = zeroize::Zeroizing::new(vec![0u64; ln.width()]);
+    one[0] = 1;
+    Ok(new_blindings(key, &ctx, count)?
+        .iter()
+        .map(|b| (ln.mont_mul(&b.a, &one), ln.mont_mul(&b.ai, &one)))
+        .collect())
+}
+
 fn return_blinding(key: &RsaKey, b: Blinding) {
     pool_blindings(key, [b]);
 }
@@ -230,20 +243,26 @@ impl PrivateJob {
 /// Step 1 of RSADP / RSASP1: checks the key, the output size and the input (below n), and
 /// blinds the input. Everything a backend needs is in the returned job.
 pub fn prepare_private(key: &RsaKey, input: &[u8], out_len: usize) -> KaeResult<PrivateJob> {
-    if !key.has_private() {
-        return Err(KaeError::MissingPrivateKey);
-    }
-    key.check_public_shape()?; // blinding and the fault check need e
-    if out_len != key.size() {
-        return Err(KaeError::BufferTooSmall);
-    }
+    let x = private_input(key, input, out_len)?; // blinding and the fault check need e
     let ctx = key.bn_ctx()?; // blinding draws from the owning instance's library context
     let ln = &key.mont()?.ln;
-    let x = input_below_modulus(key, input, true)?.to_limbs(ln.width())?;
     // Blind: xb = x · r^e mod n (a = r^e·R in Montgomery form).
     let blinding = take_blinding(key, &ctx)?;
     let xb = ln.mont_mul(&x, &blinding.a);
     Ok(PrivateJob { xb, blinding })
+}
+
+/// [`prepare_private`]'s checks (the same errors) without the blinding, for backends that
+/// blind in their own arithmetic: the input as limbs of n's width.
+pub fn private_input(key: &RsaKey, input: &[u8], out_len: usize) -> KaeResult<Limbs> {
+    if !key.has_private() {
+        return Err(KaeError::MissingPrivateKey);
+    }
+    key.check_public_shape()?;
+    if out_len != key.size() {
+        return Err(KaeError::BufferTooSmall);
+    }
+    input_below_modulus(key, input, true)?.to_limbs(key.mont()?.ln.width())
 }
 
 /// Step 2 on the CPU: y = xb^d mod n, with CRT when the key has it.

@@ -338,6 +338,46 @@ fn taint_size(size: Size, exp_bits: usize, seed: u64) {
         mark_public_words(r);
         assert_eq!(from_words(r), b.modpow(&BigUint::from(e[0]), m));
     }
+    // Blinding in the lanes: the pairs made from secret values, then a blinded call (every
+    // input secret) that also squares them.
+    let pair_values: Vec<[Vec<u64>; 2]> = cases
+        .iter()
+        .map(|(m, _, _)| {
+            [
+                words(&(g.below_bits(bits) % m), w),
+                words(&(g.below_bits(bits) % m), w),
+            ]
+        })
+        .collect();
+    for v in pair_values.iter().flatten() {
+        mark_secret_words(v);
+    }
+    let plain: Vec<(&mb::Prepared, &[u64], &[u64])> = prepared
+        .iter()
+        .zip(&pair_values)
+        .map(|(p, [a, ai])| (p, &a[..], &ai[..]))
+        .collect();
+    let mut pairs = mb::LaneBlinding::many(Engine::Portable, &plain).unwrap();
+    let mut lanes: Vec<mb::BlindedLane> = data
+        .iter()
+        .zip(&prepared)
+        .zip(pairs.iter_mut())
+        .map(|(([_, b, e], p), blinding)| mb::BlindedLane {
+            modulus: p,
+            base: b,
+            exp: e,
+            blinding,
+        })
+        .collect();
+    let got = mb::mod_exp_blinded(Engine::Portable, &mut lanes, exp_bits).unwrap();
+    for ((r, (m, b, e)), [a, ai]) in got.iter().zip(&cases).zip(&pair_values) {
+        let r = r.as_ref().unwrap();
+        mark_public_words(r);
+        mark_public_words(a);
+        mark_public_words(ai);
+        let want = (b * from_words(a)).modpow(e, m) * from_words(ai) % m;
+        assert_eq!(from_words(r), want, "{size:?}, blinded");
+    }
 }
 
 #[test]

@@ -9,7 +9,6 @@ pub use sleeper::Sleeper;
 pub use waiter::{Outcome, Waiter, WaiterWake};
 
 use crate::error::KaeResult;
-use crate::rsa::ops::CheckResidues;
 use crate::rsa::RsaKey;
 use std::sync::{Arc, Mutex};
 use zeroize::Zeroizing;
@@ -35,10 +34,6 @@ pub struct Request {
     pub input: Zeroizing<Vec<u8>>,
     pub output: Zeroizing<Vec<u8>>,
     pub result: KaeResult<()>,
-    /// y^e mod p and mod q of `output`, when the backend computed them with kae's own
-    /// arithmetic (the multi-buffer lanes): `finish_private` compares them with the blinded
-    /// input instead of exponentiating again. Never set from hardware results.
-    pub check: Option<CheckResidues>,
     pub waiter: Arc<Waiter>,
 }
 
@@ -51,7 +46,6 @@ impl Request {
             input: Zeroizing::new(input.to_vec()),
             output: Zeroizing::new(vec![0u8; k]),
             result: Err(crate::error::KaeError::OperationNotInitialized),
-            check: None,
             waiter,
         }
     }
@@ -61,15 +55,10 @@ impl Request {
         let Request {
             result,
             output,
-            check,
             waiter,
             ..
         } = self;
-        waiter.complete(Outcome {
-            result,
-            output,
-            check,
-        });
+        waiter.complete(Outcome { result, output });
     }
 
     /// Size class used to group requests for multi-buffer batches (same modulus size).

@@ -11,7 +11,6 @@
 
 use crate::error::KaeResult;
 use crate::ffi::async_job::JobWake;
-use crate::rsa::ops::CheckResidues;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::thread::Thread;
@@ -37,7 +36,6 @@ impl WaiterWake {
 pub struct Outcome {
     pub result: KaeResult<()>,
     pub output: Zeroizing<Vec<u8>>,
-    pub check: Option<CheckResidues>,
 }
 
 struct WakeState {
@@ -216,7 +214,6 @@ mod tests {
         w.complete(Outcome {
             result: Ok(()),
             output: Zeroizing::new(vec![1]),
-            check: None,
         });
         assert_eq!(
             FIRED.load(Ordering::SeqCst),

@@ -11,7 +11,6 @@ use crate::backend::SyncPolicy;
 use crate::completion::{OpKind, Request, Waiter};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
-use crate::rsa::ops::CheckResidues;
 use crate::rsa::RsaKey;
 use crate::settings::{AsyncMode, BackendKind};
 use crate::stats;
@@ -101,11 +100,11 @@ fn offload(
     let mut xb = zeroize::Zeroizing::new(vec![0u8; k]);
     crate::rsa::ct_limbs::write_be(job.blinded(), &mut xb);
     let mut y = zeroize::Zeroizing::new(vec![0u8; k]);
-    let (y, check) = match dispatch(pool, &how, wire, key, &xb, &mut y) {
-        Ok(check) => (Some(crate::rsa::ops::limbs_from_be(key, &y)?), check),
+    let y = match dispatch(pool, &how, wire, key, &xb, &mut y) {
+        Ok(()) => Some(crate::rsa::ops::limbs_from_be(key, &y)?),
         Err(_) => {
             stats::note_fallback();
-            (None, None)
+            None
         }
     };
     let path = if y.is_some() {
@@ -113,14 +112,14 @@ fn offload(
     } else {
         stats::Path::Inline
     };
-    let checked = crate::rsa::ops::finish_private(key, job, y, check, out);
+    let checked = crate::rsa::ops::finish_private(key, job, y, out);
     stats::note_crt_faults(checked.crt_faults);
     let r = checked.result;
     stats::record(kind, path, r.is_ok());
     r
 }
 
-/// Runs the request on the backend; returns the backend's check value (`Request::check`).
+/// Runs the request on the backend.
 fn dispatch(
     pool: &Offloader,
     how: &How<'_>,
@@ -128,7 +127,7 @@ fn dispatch(
     key: &Arc<RsaKey>,
     input: &[u8],
     out: &mut [u8],
-) -> KaeResult<Option<CheckResidues>> {
+) -> KaeResult<()> {
     match how {
         How::Job(job) => run_async(pool, job, kind, key, input, out),
         How::Block => {
@@ -152,7 +151,7 @@ fn dispatch(
             if kind != OpKind::ExponentiateBlinded {
                 stats::record(kind, stats::Path::Offload, true);
             }
-            Ok(req.check.take())
+            Ok(())
         }
     }
 }

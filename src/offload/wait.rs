@@ -7,7 +7,6 @@ use super::offloader::Offloader;
 use crate::completion::{OpKind, Outcome, Request, Waiter, WaiterWake};
 use crate::error::{KaeError, KaeResult};
 use crate::ffi::async_job::AsyncJob;
-use crate::rsa::ops::CheckResidues;
 use crate::rsa::RsaKey;
 use crate::stats;
 use std::sync::atomic::Ordering;
@@ -18,7 +17,7 @@ use std::sync::Arc;
 /// wait on the thread instead.
 const MAX_SPURIOUS: u32 = 1000;
 
-/// Submits and pauses the job until done; returns the backend's check value (`Request::check`).
+/// Submits and pauses the job until done.
 pub(super) fn run_async(
     pool: &Offloader,
     job: &AsyncJob,
@@ -26,7 +25,7 @@ pub(super) fn run_async(
     key: &Arc<RsaKey>,
     input: &[u8],
     out: &mut [u8],
-) -> KaeResult<Option<CheckResidues>> {
+) -> KaeResult<()> {
     if out.len() != key.size() {
         return Err(KaeError::BufferTooSmall);
     }
@@ -44,7 +43,7 @@ pub(super) fn run_async(
             Err(back) => back,
         };
         if pool.stopping() {
-            return fall_back(pool, &waiter, registered, kind, key, input, out).map(|()| None);
+            return fall_back(pool, &waiter, registered, kind, key, input, out);
         }
         stats::note_queue_full();
         pool.wait_for_slot(&waiter);
@@ -54,7 +53,7 @@ pub(super) fn run_async(
             Err(back) => back,
         };
         if pool.stopping() {
-            return fall_back(pool, &waiter, registered, kind, key, input, out).map(|()| None);
+            return fall_back(pool, &waiter, registered, kind, key, input, out);
         }
         waiter.set_wake(WaiterWake::Job(job.wake()?));
         job.set_status(crate::ffi::sys::ASYNC_STATUS_EAGAIN);
@@ -87,21 +86,17 @@ pub(super) fn run_async(
             }
         }
     }
-    let Outcome {
-        result,
-        output,
-        check,
-    } = waiter.take().ok_or(KaeError::Internal)?;
+    let Outcome { result, output } = waiter.take().ok_or(KaeError::Internal)?;
     if result.is_err() && pool.stopping() {
         // Failed because the offloader shut down under it (queued requests are cancelled).
-        return fall_back(pool, &waiter, false, kind, key, input, out).map(|()| None);
+        return fall_back(pool, &waiter, false, kind, key, input, out);
     }
     if kind != OpKind::ExponentiateBlinded {
         stats::record(kind, stats::Path::Offload, result.is_ok());
     }
     result?;
     out.copy_from_slice(&output);
-    Ok(check)
+    Ok(())
 }
 
 /// The offloader is shutting down: compute on the caller's thread instead.
@@ -129,7 +124,7 @@ pub fn run_blocking(
     key: &Arc<RsaKey>,
     input: &[u8],
     out: &mut [u8],
-) -> KaeResult<Option<CheckResidues>> {
+) -> KaeResult<()> {
     let waiter = Arc::new(Waiter::new(Some(
         WaiterWake::Thread(std::thread::current()),
     )));
@@ -153,14 +148,10 @@ pub fn run_blocking(
     } else {
         waiter.block_until_done();
     }
-    let Outcome {
-        result,
-        output,
-        check,
-    } = waiter.take().ok_or(KaeError::Internal)?;
+    let Outcome { result, output } = waiter.take().ok_or(KaeError::Internal)?;
     result?;
     out.copy_from_slice(&output);
-    Ok(check)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -274,7 +265,7 @@ mod tests {
         Offloader::start_with(Box::new(b), Arc::new(Completer::new())).unwrap()
     }
 
-    type JobOutcome = Arc<Mutex<Option<(KaeResult<Option<CheckResidues>>, Vec<u8>)>>>;
+    type JobOutcome = Arc<Mutex<Option<(KaeResult<()>, Vec<u8>)>>>;
 
     /// A job that runs one private operation through `run_async` on `pool`.
     fn pool_job(
@@ -303,7 +294,7 @@ mod tests {
         let (mut job, outcome) = pool_job(&pool, 5);
         assert_eq!(job.step(), Step::Finished, "no pause was needed");
         let (r, out) = outcome.lock().unwrap().take().unwrap();
-        assert!(matches!(r, Ok(None)), "no check values from this backend");
+        assert_eq!(r, Ok(()));
         assert_eq!(out, input(k.size(), 5));
         assert_eq!(
             job.fds(),
@@ -328,7 +319,7 @@ mod tests {
             "the retry after the resume succeeds"
         );
         let (r, out) = outcome.lock().unwrap().take().unwrap();
-        assert!(matches!(r, Ok(None)), "no check values from this backend");
+        assert_eq!(r, Ok(()));
         assert_eq!(out, input(k.size(), 6));
     }
 }

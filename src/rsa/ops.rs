@@ -303,15 +303,6 @@ pub fn limbs_from_be(key: &RsaKey, be: &[u8]) -> KaeResult<Limbs> {
     Ok(ct_limbs::from_le_bytes(&le))
 }
 
-/// The fault check's exponentiation of a result y, computed beside y by kae's own
-/// arithmetic (the multi-buffer lanes): y^e mod p and y^e mod q. y^e ≡ xb (mod n) holds
-/// exactly when it holds mod both primes (they are coprime), and each half is a small
-/// exponentiation in the primes' lanes instead of one in n's.
-pub struct CheckResidues {
-    pub mod_p: Limbs,
-    pub mod_q: Limbs,
-}
-
 /// A private operation's result, and how many results its fault check rejected on the way
 /// (each recomputed without CRT). The arithmetic records nothing: its caller counts them.
 #[must_use = "the caller counts the faults"]
@@ -333,20 +324,11 @@ impl Checked {
 /// Steps 3 and 4, always on the CPU whoever exponentiated: the fault check with e (in
 /// constant time; only its declassified outcome drives a branch), then unblinding and the
 /// fixed-length copy out. `y` is the backend's result, or `None` when the backend failed: the
-/// exponentiation is then redone on the CPU. `check` is y^e mod p and mod q when kae's own
-/// arithmetic computed them beside y (the multi-buffer lanes, in a batch): compared with the
-/// blinded input reduced here, they replace the exponentiation by e. A result that fails the
-/// check is recomputed without CRT (as OpenSSL does) and checked by libcrypto; if that fails
+/// exponentiation is then redone on the CPU. A result that fails the check is recomputed without CRT (as OpenSSL does) and checked by libcrypto; if that fails
 /// too, nothing is released.
-pub fn finish_private(
-    key: &RsaKey,
-    job: PrivateJob,
-    y: Option<Limbs>,
-    check: Option<CheckResidues>,
-    out: &mut [u8],
-) -> Checked {
+pub fn finish_private(key: &RsaKey, job: PrivateJob, y: Option<Limbs>, out: &mut [u8]) -> Checked {
     let mut crt_faults = 0;
-    let result = check_and_unblind(key, job, y, check, out, &mut crt_faults);
+    let result = check_and_unblind(key, job, y, out, &mut crt_faults);
     Checked { result, crt_faults }
 }
 
@@ -354,7 +336,6 @@ fn check_and_unblind(
     key: &RsaKey,
     job: PrivateJob,
     y: Option<Limbs>,
-    check: Option<CheckResidues>,
     out: &mut [u8],
     crt_faults: &mut u32,
 ) -> KaeResult<()> {
@@ -364,20 +345,11 @@ fn check_and_unblind(
     let ctx = key.bn_ctx()?;
     let mont = key.mont()?;
     let width = mont.ln.width();
-    let (mut y, check) = match y {
-        Some(y) if y.len() == width => (y, check),
-        _ => (exponentiate_cpu(key, &job)?, None),
+    let mut y = match y {
+        Some(y) if y.len() == width => y,
+        _ => exponentiate_cpu(key, &job)?,
     };
-    let ok = match (check, &mont.crt) {
-        (Some(c), Some(crt))
-            if c.mod_p.len() == crt.lp.width() && c.mod_q.len() == crt.lq.width() =>
-        {
-            ct_limbs::eq(&c.mod_p, &crt.lp.reduce(&job.xb))
-                & ct_limbs::eq(&c.mod_q, &crt.lq.reduce(&job.xb))
-        }
-        _ => verify_limbs(key, &y, &job.xb, &ctx)?,
-    };
-    if ct_limbs::declassify_u64(ok) != 1 {
+    if ct_limbs::declassify_u64(verify_limbs(key, &y, &job.xb, &ctx)?) != 1 {
         *crt_faults += 1;
         crate::logging::warn_rate_limited(
             "crt-fault",
@@ -413,7 +385,7 @@ pub fn private_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> Checked {
         Err(e) => return Checked::failed(e),
     };
     match exponentiate_cpu(key, &job) {
-        Ok(y) => finish_private(key, job, Some(y), None, out),
+        Ok(y) => finish_private(key, job, Some(y), out),
         Err(e) => Checked::failed(e),
     }
 }
@@ -806,7 +778,7 @@ mod tests {
             drop(again);
             let y = backend(key, &job, width);
             let mut got = vec![0u8; key.size()];
-            let checked = finish_private(key, job, y, None, &mut got);
+            let checked = finish_private(key, job, y, &mut got);
             assert_eq!(checked.result, Ok(()), "{what}");
             assert_eq!(got, want, "{what}");
             assert_eq!(
@@ -814,52 +786,6 @@ mod tests {
                 u32::from(counted),
                 "{what}: the fault is reported"
             );
-        }
-        // With check values beside y (y^e mod p and mod q, as the multi-buffer lanes compute
-        // them, here by num-bigint): checks that do not give back the blinded input are a
-        // fault, and the result is recomputed and released only when right.
-        use num_bigint::BigUint;
-        let big = |l: &[u64]| BigUint::from_bytes_le(&ct_limbs::to_le_bytes(l));
-        let of = |b: &BigNum| BigUint::from_bytes_be(&b.to_be_bytes().unwrap());
-        let (e, p, q) = (of(key.e().unwrap()), of(&key.primes[0]), of(&key.primes[1]));
-        let crt = key.mont().unwrap().crt.as_ref().unwrap();
-        let pow_e = |y: &[u64], m: &BigUint, words: usize| -> Limbs {
-            let mut v = (big(y) % m).modpow(&e, m).to_u64_digits();
-            v.resize(words, 0);
-            zeroize::Zeroizing::new(v)
-        };
-        for (what, wrong_y, check_of, counted) in [
-            ("right y, its checks", false, Some(None), false),
-            ("right y, a wrong check mod p", false, Some(Some(0)), true),
-            ("right y, a wrong check mod q", false, Some(Some(1)), true),
-            ("wrong y, its checks", true, Some(None), true),
-            ("right y, a check of the wrong width", false, None, false),
-        ] {
-            let job = prepare_private(key, &m, key.size()).unwrap();
-            let mut y = exponentiate_cpu(key, &job).unwrap();
-            if wrong_y {
-                y[1] ^= 4;
-            }
-            let (wp, wq) = (crt.lp.width(), crt.lq.width());
-            let check = match check_of {
-                Some(corrupt) => {
-                    let mut c = [pow_e(&y, &p, wp), pow_e(&y, &q, wq)];
-                    if let Some(k) = corrupt {
-                        c[k][0] ^= 1;
-                    }
-                    let [mod_p, mod_q] = c;
-                    CheckResidues { mod_p, mod_q }
-                }
-                None => CheckResidues {
-                    mod_p: zeroize::Zeroizing::new(vec![0u64; wp + 1]),
-                    mod_q: zeroize::Zeroizing::new(vec![0u64; wq]),
-                },
-            };
-            let mut got = vec![0u8; key.size()];
-            let checked = finish_private(key, job, Some(y), Some(check), &mut got);
-            assert_eq!(checked.result, Ok(()), "{what}");
-            assert_eq!(got, want, "{what}");
-            assert_eq!(checked.crt_faults, u32::from(counted), "{what}");
         }
         // Size checks happen before any work.
         assert_eq!(

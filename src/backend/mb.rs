@@ -669,6 +669,78 @@ mod tests {
         assert_eq!(pool.iter().map(|p| p.uses).sum::<u32>(), 14);
     }
 
+    /// Keys of unusual shapes through a batch on the portable engine, each request against
+    /// num-bigint: unbalanced primes (384 and 640 bits, either first), e = 3, and an e wider
+    /// than the primes (its requests go to the scalar code).
+    #[test]
+    fn unusual_keys_get_right_results_from_a_batch() {
+        use crate::completion::Waiter;
+        use crate::ffi::bn::{arith, BigNum, BnCtx};
+        use num_bigint::BigUint;
+        let ctx = BnCtx::new().unwrap();
+        let key_of = |bits: (usize, usize), e: &BigNum| loop {
+            let (mut p, mut q) = (BigNum::new_secret().unwrap(), BigNum::new_secret().unwrap());
+            arith::generate_prime(&mut p, bits.0, &ctx).unwrap();
+            arith::generate_prime(&mut q, bits.1, &ctx).unwrap();
+            if let Ok(k) = crate::rsa::ops::key_from_primes(crate::rsa::KeyType::Rsa, p, q, e, &ctx)
+            {
+                break Arc::new(k);
+            }
+        };
+        let f4 = BigNum::from_u64(65537).unwrap();
+        let mut wide = vec![0xA5u8; 75]; // 600 bits, odd
+        wide[74] |= 1;
+        let wide = BigNum::from_be_bytes(&wide, false).unwrap();
+        let keys = [
+            ("384/640", key_of((384, 640), &f4), true),
+            ("640/384", key_of((640, 384), &f4), true),
+            (
+                "e = 3",
+                key_of((512, 512), &BigNum::from_u64(3).unwrap()),
+                true,
+            ),
+            ("600-bit e", key_of((512, 512), &wide), false),
+        ];
+        let big = |b: &BigNum| BigUint::from_bytes_be(&b.to_be_bytes().unwrap());
+        let batcher = Batcher {
+            engine: Engine::Portable,
+            fault_lane: None,
+        };
+        for (what, key, in_lanes) in keys {
+            let (n, d) = (big(key.n().unwrap()), big(key.d.as_ref().unwrap()));
+            let mut batch: Vec<Request> = (0..PER_CALL as u8)
+                .map(|t| {
+                    let mut x = vec![t.wrapping_mul(91).wrapping_add(7); key.size()];
+                    x[0] = 0;
+                    Request::new(
+                        OpKind::Private,
+                        key.clone(),
+                        &x,
+                        Arc::new(Waiter::new(None)),
+                    )
+                })
+                .collect();
+            assert_eq!(batcher.compute(&mut batch), 0, "{what}");
+            for (i, r) in batch.iter().enumerate() {
+                assert_eq!(r.result, Ok(()), "{what}, request {i}");
+                let x = BigUint::from_bytes_be(&r.input);
+                let y = BigUint::from_bytes_be(&r.output);
+                assert_eq!(y, x.modpow(&d, &n), "{what}, request {i}");
+            }
+            let pooled = key
+                .backend_state
+                .get_or_make_valid(
+                    BackendKind::MultiBuffer.name(),
+                    |_: &KeyLanes| true,
+                    || unreachable!("made by the batch"),
+                )
+                .map(|l| l.pairs.lock().len())
+                .unwrap();
+            // Only keys whose requests went through the lanes took pairs.
+            assert_eq!(pooled > 0, in_lanes, "{what}");
+        }
+    }
+
     #[test]
     fn bigger_halves_need_fewer_requests_per_call() {
         assert!(min_requests(Size::B512) >= min_requests(Size::B1024));

@@ -451,6 +451,19 @@ pub fn add_into(r: &mut [u64], a: &[u64], b: &[u64]) {
     }
 }
 
+/// 1 when a < b over the longer width, else 0, in constant time.
+pub fn less_than(a: &[u64], b: &[u64]) -> u64 {
+    let mut borrow = 0;
+    for i in 0..a.len().max(b.len()) {
+        let (ai, bi) = (
+            a.get(i).copied().unwrap_or(0),
+            b.get(i).copied().unwrap_or(0),
+        );
+        (_, borrow) = sbb(ai, bi, borrow);
+    }
+    borrow
+}
+
 /// Constant-time equality: all-ones (as `1`) when equal over the longer width.
 pub fn eq(a: &[u64], b: &[u64]) -> u64 {
     let mut acc = 0u64;
@@ -700,6 +713,12 @@ mod tests {
         assert_eq!(eq(&a, &a2), 0);
         assert_eq!(eq(&[7, 0, 0], &[7]), 1);
         assert_eq!(eq(&[7, 0, 1], &[7]), 0);
+        for (x, y) in [(&a, &a2), (&a2, &a), (&a, &a)] {
+            assert_eq!(less_than(x, y), u64::from(big(x) < big(y)));
+        }
+        assert_eq!(less_than(&b, &a), u64::from(big(&b) < big(&a)));
+        assert_eq!(less_than(&[7, 0, 1], &[8]), 0);
+        assert_eq!(less_than(&[7], &[0, 1]), 1);
         let mut out = [0u8; 11];
         write_be(&[0x0102_0304_0506_0708, 0x090a_0b0c], &mut out);
         assert_eq!(out, [0x0a, 0x0b, 0x0c, 1, 2, 3, 4, 5, 6, 7, 8]);

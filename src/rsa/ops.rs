@@ -24,13 +24,13 @@ pub(crate) const BLINDING_BATCH: usize = BLINDING_POOL;
 /// Draws of r for one blinding pair before giving up (as OpenSSL).
 const BLINDING_TRIES: usize = 32;
 
-/// Converts the big-endian input to a number and checks it is below the modulus.
-fn input_below_modulus(key: &RsaKey, input: &[u8], secret: bool) -> KaeResult<BigNum> {
+/// Converts the big-endian (public) input to a number and checks it is below the modulus.
+fn input_below_modulus(key: &RsaKey, input: &[u8]) -> KaeResult<BigNum> {
     let n = key.n()?;
     if input.len() > key.size() {
         return Err(KaeError::DataTooLargeForKeySize);
     }
-    let x = BigNum::from_be_bytes(input, secret)?;
+    let x = BigNum::from_be_bytes(input, false)?;
     if x.cmp_vartime(n) != core::cmp::Ordering::Less {
         return Err(KaeError::DataTooLargeForModulus);
     }
@@ -43,7 +43,7 @@ pub fn public_op(key: &RsaKey, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     if out.len() != key.size() {
         return Err(KaeError::BufferTooSmall);
     }
-    let x = input_below_modulus(key, input, false)?;
+    let x = input_below_modulus(key, input)?;
     let ctx = BnCtx::new_public()?;
     let mont = key.mont()?;
     let mut r = BigNum::new()?;
@@ -262,7 +262,21 @@ pub fn private_input(key: &RsaKey, input: &[u8], out_len: usize) -> KaeResult<Li
     if out_len != key.size() {
         return Err(KaeError::BufferTooSmall);
     }
-    input_below_modulus(key, input, true)?.to_limbs(key.mont()?.ln.width())
+    let ln = &key.mont()?.ln;
+    if input.len() > key.size() {
+        return Err(KaeError::DataTooLargeForKeySize);
+    }
+    // Big-endian bytes to limbs of n's width, then x < n in constant time: only the outcome
+    // (an error or not) is declassified.
+    let mut le = zeroize::Zeroizing::new(vec![0u8; ln.width() * 8]);
+    for (d, s) in le.iter_mut().zip(input.iter().rev()) {
+        *d = *s;
+    }
+    let x = ct_limbs::from_le_bytes(&le);
+    if ct_limbs::declassify_u64(ct_limbs::less_than(&x, ln.limbs())) != 1 {
+        return Err(KaeError::DataTooLargeForModulus);
+    }
+    Ok(x)
 }
 
 /// Step 2 on the CPU: y = xb^d mod n, with CRT when the key has it.

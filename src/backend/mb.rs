@@ -593,13 +593,26 @@ mod tests {
         }
     }
 
+    /// `count` private requests of `key`, request t with input `input(t)`.
+    fn private_requests(
+        key: &Arc<RsaKey>,
+        count: usize,
+        input: impl Fn(u8) -> Vec<u8>,
+    ) -> Vec<Request> {
+        (0..count as u8)
+            .map(|t| {
+                let waiter = Arc::new(crate::completion::Waiter::new(None));
+                Request::new(OpKind::Private, key.clone(), &input(t), waiter)
+            })
+            .collect()
+    }
+
     /// A batch answers private operations with x^d mod n (checked against num-bigint); a
     /// corrupted lane is caught by the fault check and its request recomputed, still right;
     /// an input the CPU path refuses gets the same error there; each request's pair goes back
     /// to the key's pool, its use counted.
     #[test]
     fn a_batch_checks_its_results_before_releasing_them() {
-        use crate::completion::Waiter;
         use num_bigint::BigUint;
         let key = Arc::new(
             crate::rsa::ops::generate(
@@ -620,22 +633,14 @@ mod tests {
                 engine: Engine::Portable,
                 fault_lane,
             };
-            let mut batch: Vec<Request> = (0..2 * PER_CALL as u8)
-                .map(|t| {
-                    let mut x =
-                        vec![t.wrapping_mul(37).wrapping_add(5); key.size() - t as usize % 2];
-                    x[0] = 0; // below n
-                    if t == 5 {
-                        x = too_big.clone();
-                    }
-                    Request::new(
-                        OpKind::Private,
-                        key.clone(),
-                        &x,
-                        Arc::new(Waiter::new(None)),
-                    )
-                })
-                .collect();
+            let mut batch = private_requests(&key, 2 * PER_CALL, |t| {
+                let mut x = vec![t.wrapping_mul(37).wrapping_add(5); key.size() - t as usize % 2];
+                x[0] = 0; // below n
+                if t == 5 {
+                    x = too_big.clone();
+                }
+                x
+            });
             let faults = batcher.compute(&mut batch);
             // Lane 2 of each call is its second request's p half: requests 1 and 6 (5 was
             // refused before the calls).
@@ -674,7 +679,6 @@ mod tests {
     /// than the primes (its requests go to the scalar code).
     #[test]
     fn unusual_keys_get_right_results_from_a_batch() {
-        use crate::completion::Waiter;
         use crate::ffi::bn::{arith, BigNum, BnCtx};
         use num_bigint::BigUint;
         let ctx = BnCtx::new().unwrap();
@@ -708,18 +712,11 @@ mod tests {
         };
         for (what, key, in_lanes) in keys {
             let (n, d) = (big(key.n().unwrap()), big(key.d.as_ref().unwrap()));
-            let mut batch: Vec<Request> = (0..PER_CALL as u8)
-                .map(|t| {
-                    let mut x = vec![t.wrapping_mul(91).wrapping_add(7); key.size()];
-                    x[0] = 0;
-                    Request::new(
-                        OpKind::Private,
-                        key.clone(),
-                        &x,
-                        Arc::new(Waiter::new(None)),
-                    )
-                })
-                .collect();
+            let mut batch = private_requests(&key, PER_CALL, |t| {
+                let mut x = vec![t.wrapping_mul(91).wrapping_add(7); key.size()];
+                x[0] = 0; // below n
+                x
+            });
             assert_eq!(batcher.compute(&mut batch), 0, "{what}");
             for (i, r) in batch.iter().enumerate() {
                 assert_eq!(r.result, Ok(()), "{what}, request {i}");

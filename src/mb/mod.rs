@@ -439,9 +439,7 @@ fn run_prepared(
     lanes: &[PreparedLane<'_>],
     exp_bits: usize,
 ) -> KaeResult<Vec<KaeResult<Limbs>>> {
-    let moduli: Vec<&Prepared> = lanes.iter().map(|l| l.modulus).collect();
-    let bases: Vec<&[u64]> = lanes.iter().map(|l| l.base).collect();
-    let exps: Vec<&[u64]> = lanes.iter().map(|l| l.exp).collect();
+    let (moduli, bases, exps) = columns(lanes.iter().map(|l| (l.modulus, l.base, l.exp)));
     let call = CallLanes::new(&moduli, &bases, &exps, exp_bits)?;
     let mut out = call.zeros();
     on_kernel_stack(|| exponentiate(engine, kind, &call, &call.base, &mut out))
@@ -503,9 +501,7 @@ pub fn mod_exp_blinded(
     lanes: &mut [BlindedLane<'_>],
     exp_bits: usize,
 ) -> KaeResult<Vec<KaeResult<Limbs>>> {
-    let moduli: Vec<&Prepared> = lanes.iter().map(|l| l.modulus).collect();
-    let bases: Vec<&[u64]> = lanes.iter().map(|l| l.base).collect();
-    let exps: Vec<&[u64]> = lanes.iter().map(|l| l.exp).collect();
+    let (moduli, bases, exps) = columns(lanes.iter().map(|l| (l.modulus, l.base, l.exp)));
     let call = CallLanes::new(&moduli, &bases, &exps, exp_bits)?;
     let n = moduli[0].size.limbs52();
     if lanes
@@ -633,6 +629,19 @@ impl CallLanes {
         }
         results
     }
+}
+
+/// The lanes' moduli, bases and exponents, each in a list of its own.
+type Columns<'a> = (Vec<&'a Prepared>, Vec<&'a [u64]>, Vec<&'a [u64]>);
+
+fn columns<'a>(lanes: impl Iterator<Item = (&'a Prepared, &'a [u64], &'a [u64])>) -> Columns<'a> {
+    let (mut moduli, mut bases, mut exps) = (Vec::new(), Vec::new(), Vec::new());
+    for (m, b, e) in lanes {
+        moduli.push(m);
+        bases.push(b);
+        exps.push(e);
+    }
+    (moduli, bases, exps)
 }
 
 /// Values of the moduli's width (64-bit words) interleaved as 52-bit limbs.

@@ -94,7 +94,8 @@ pub fn note_mb_batch(lanes: usize) {
     c.values[idx::MB_LANES].fetch_add(lanes as u64, Ordering::Relaxed);
 }
 /// The multi-buffer backend computed `n` private requests on the scalar (OpenSSL) path
-/// instead (their batch was too small, or the key did not fit a lane).
+/// instead (their batch was too small, the key did not fit a lane, the input was refused, or
+/// the lanes' call or result failed).
 pub fn note_mb_scalar(n: usize) {
     counters().values[idx::MB_SCALAR].fetch_add(n as u64, Ordering::Relaxed);
 }

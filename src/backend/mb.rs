@@ -390,7 +390,10 @@ impl Batcher {
                 scalar.extend(small);
             }
             if !idx.is_empty() {
+                let before = scalar.len();
                 faults += self.run_group(batch, size, &idx, &mut scalar);
+                // Refused inputs, failed calls, rejected results, keys with a wide e.
+                crate::stats::note_mb_scalar(scalar.len() - before);
             }
         }
         for i in scalar {

@@ -266,13 +266,8 @@ pub fn private_input(key: &RsaKey, input: &[u8], out_len: usize) -> KaeResult<Li
     if input.len() > key.size() {
         return Err(KaeError::DataTooLargeForKeySize);
     }
-    // Big-endian bytes to limbs of n's width, then x < n in constant time: only the outcome
-    // (an error or not) is declassified.
-    let mut le = zeroize::Zeroizing::new(vec![0u8; ln.width() * 8]);
-    for (d, s) in le.iter_mut().zip(input.iter().rev()) {
-        *d = *s;
-    }
-    let x = ct_limbs::from_le_bytes(&le);
+    // x < n in constant time: only the outcome (an error or not) is declassified.
+    let x = be_limbs(input, ln.width());
     if ct_limbs::declassify_u64(ct_limbs::less_than(&x, ln.limbs())) != 1 {
         return Err(KaeError::DataTooLargeForModulus);
     }
@@ -310,11 +305,16 @@ pub fn limbs_from_be(key: &RsaKey, be: &[u8]) -> KaeResult<Limbs> {
     if be.len() != key.size() || be.len().div_ceil(8) != width {
         return Err(KaeError::InvalidLength);
     }
+    Ok(be_limbs(be, width))
+}
+
+/// Big-endian bytes (at most `width` words of them) as `width` limbs, in constant time.
+fn be_limbs(be: &[u8], width: usize) -> Limbs {
     let mut le = zeroize::Zeroizing::new(vec![0u8; width * 8]);
     for (d, s) in le.iter_mut().zip(be.iter().rev()) {
         *d = *s;
     }
-    Ok(ct_limbs::from_le_bytes(&le))
+    ct_limbs::from_le_bytes(&le)
 }
 
 /// A private operation's result, and how many results its fault check rejected on the way
@@ -338,8 +338,9 @@ impl Checked {
 /// Steps 3 and 4, always on the CPU whoever exponentiated: the fault check with e (in
 /// constant time; only its declassified outcome drives a branch), then unblinding and the
 /// fixed-length copy out. `y` is the backend's result, or `None` when the backend failed: the
-/// exponentiation is then redone on the CPU. A result that fails the check is recomputed without CRT (as OpenSSL does) and checked by libcrypto; if that fails
-/// too, nothing is released.
+/// exponentiation is then redone on the CPU. A result that fails the check is recomputed
+/// without CRT (as OpenSSL does) and checked by libcrypto; if that fails too, nothing is
+/// released.
 pub fn finish_private(key: &RsaKey, job: PrivateJob, y: Option<Limbs>, out: &mut [u8]) -> Checked {
     let mut crt_faults = 0;
     let result = check_and_unblind(key, job, y, out, &mut crt_faults);

@@ -8,9 +8,10 @@
 # `KAE_LOG=info openssl speed -seconds 1` with kae). `backend = auto` takes mb only on a CPU
 # with AVX-512 IFMA; anywhere else kae runs on its CPU backend and the script says loudly that
 # the rows do not measure the multi-buffer kernel (it still measures them).
-# Then, per row, `openssl speed -elapsed -mr` with the default provider and with kae
+# Then, per row, `openssl speed -elapsed -mr` (CLOCK) with the default provider and with kae
 # alternately for $ROUNDS rounds (default first in odd rounds, kae first in even ones), and a
-# table of the medians of sign/s and verify/s with the ratio kae/default. Rows (ROWS):
+# table of the medians of sign/s and verify/s with the ratio kae/default (of the medians, and
+# "paired": the median of the per-round ratios). Rows (ROWS):
 #   a  one core: taskset -c $CPU0 openssl speed -multi 1 -async_jobs 8, both providers  (ALGS)
 #   b  the same with -async_jobs 4, pinned with numactl -C $CPU0 as in the seeds' figure
 #      (taskset -c $CPU0 when numactl is missing)                                     (ALGS)
@@ -40,6 +41,10 @@
 #   ROWS             rows to run, a subset of "a b c d e f"       (default a b c d e)
 #   CPU0             the CPU of the one-core rows a and b         (default 0)
 #   MULTI            -multi of row c: processes filling the machine  (default: nproc)
+#   CLOCK            wall: -elapsed, operations per second of wall time (what offload
+#                    changes); cpu: without -elapsed, per second of the openssl process's
+#                    user CPU time (all its threads): steadier on a host that steals time,
+#                    blind to system time (wake-ups) and to idle CPUs put to work  (default wall)
 #   KAE_PREFER       1: default_properties=?provider=kae for the kae runs, as in
 #                    scripts/speed.sh                             (default 1)
 #   KEEP_LOGS        1: keep the raw speed output directory
@@ -50,7 +55,7 @@
 # kae refuse to load where the kernel cannot run (the script then stops at the first step).
 set -euo pipefail
 
-usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; }
 MODULE=${KAE_MODULE:-}
 PEER=
 while (($#)); do
@@ -89,10 +94,16 @@ CPU0=${CPU0:-0}
 MULTI=${MULTI:-$(nproc)}
 KAE_PREFER=${KAE_PREFER:-1}
 OPENSSL=${OPENSSL:-openssl}
+CLOCK=${CLOCK:-wall}
 
 [[ $SECONDS_PER_RUN =~ ^[1-9][0-9]*$ ]] || bad "SECONDS_PER_RUN must be a whole number of seconds (1 or more), not '$SECONDS_PER_RUN'"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || bad "ROUNDS must be a whole number (1 or more), not '$ROUNDS'"
 [[ $CPU0 =~ ^[0-9]+$ ]] || bad "CPU0 must be one CPU number, not '$CPU0'"
+case $CLOCK in
+wall) TIMING=(-elapsed) CLOCK_WORDS="-elapsed -mr" ;;
+cpu) TIMING=() CLOCK_WORDS="-mr (per user CPU-second, CLOCK=cpu)" ;;
+*) bad "CLOCK must be wall or cpu, not '$CLOCK'" ;;
+esac
 [[ $MULTI =~ ^[1-9][0-9]*$ ]] || bad "MULTI must be a whole number (1 or more), not '$MULTI'"
 read -r -a ALG_AB <<<"$ALGS"
 read -r -a ALG_CDE <<<"$ALGS_CDE"
@@ -281,7 +292,7 @@ run_one() {
     if [[ $algset == ab ]]; then algs=("${ALG_AB[@]}"); else algs=("${ALG_CDE[@]}"); fi
     echo "  round $round/$ROUNDS  $prov_name  $mode  ${pincmd[*]:+${pincmd[*]} }openssl speed ${extra[*]:+${extra[*]} }${algs[*]}$([[ $pin == busy ]] && echo " (beside $(nproc) busy loops)")" >&2
     [[ $pin == busy ]] && busy_start
-    if ! KAE_LOG=info OPENSSL_CONF=$conf "${pincmd[@]}" "$OPENSSL" speed -mr -elapsed \
+    if ! KAE_LOG=info OPENSSL_CONF=$conf "${pincmd[@]}" "$OPENSSL" speed -mr "${TIMING[@]}" \
             -seconds "$SECONDS_PER_RUN" "${prov[@]}" "${extra[@]}" "${algs[@]}" >"$log" 2>"$log.err"; then
         busy_stop
         echo "mb-speed.sh: openssl speed failed ($prov_name, $mode, round $round):" >&2
@@ -343,7 +354,7 @@ echo "$BACKEND_LINE"
 python3 "$ROOT/scripts/speed_table.py" table default kae "$RESULTS" --mode-first ${PEER:+--peer peer}
 [[ -z $PEER ]] || echo "peer = $PEER_NAME ($PEER), run with kae's options in every row"
 echo
-echo "rows: openssl speed -elapsed -mr -seconds $SECONDS_PER_RUN, the provider's options, then"
+echo "rows: openssl speed $CLOCK_WORDS -seconds $SECONDS_PER_RUN, the provider's options, then"
 for m in "${MODES[@]}"; do
     IFS='|' read -r name pin _ dopts kopts same <<<"$m"
     pc=$(pin_cmd "$pin")

@@ -5,7 +5,8 @@
 #
 # Runs `openssl speed -mr -elapsed` alternately with the default provider and
 # with kae (default, kae, default, kae, ... for $ROUNDS rounds, so slow drifts
-# of the machine hit both alike) and prints the medians side by side.
+# of the machine hit both alike) and prints the medians side by side, with the ratio of the
+# medians and the median of the per-round ratios ("paired").
 # The module measured is printed first ("module: ..."), and under the table with the
 # backend kae ran on (from its start-up line):
 #   --module FILE    measure this module file, e.g. an installed one:

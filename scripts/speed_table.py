@@ -15,7 +15,9 @@
       size within a mode. --mode-first puts the mode column, headed "row",
       before the key (scripts/mb-speed.sh, whose modes are its row labels).
       --peer PEER adds the rows labelled PEER (another provider) after each
-      measure, with the ratio OTHER / PEER.
+      measure, with the ratio OTHER / PEER. Each ratio is followed by its
+      "paired" value: the median of the per-round ratios (each round's two
+      runs back to back), which a drift between rounds moves less.
       Lines starting with # are comments.
 """
 import statistics
@@ -52,17 +54,31 @@ def fmt_ratio(a, b):
     return f"{b / a:.2f}x"
 
 
+def paired(by_round, base, other):
+    """Median over the rounds that measured both labels of other / base (each round's own
+    samples by their median), as "1.23x"; "-" when no round has both."""
+    ratios = []
+    for rnd in sorted(set(by_round[base]) & set(by_round[other])):
+        b, o = statistics.median(by_round[base][rnd]), statistics.median(by_round[other][rnd])
+        if b:
+            ratios.append(o / b)
+    return f"{statistics.median(ratios):.2f}x" if ratios else "-"
+
+
 def table(base, other, path, mode_first=False, peer=None):
     # (mode, bits) -> label -> ([sign...], [verify...])
     data = defaultdict(lambda: defaultdict(lambda: ([], [])))
+    # (mode, bits, measure index) -> label -> round -> [values]
+    rounds = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     with open(path) as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if line.startswith("#") or len(parts) != 6:
                 continue
-            label, mode, _rnd, bits, sign, verify = parts
-            data[(mode, int(bits))][label][0].append(float(sign))
-            data[(mode, int(bits))][label][1].append(float(verify))
+            label, mode, rnd, bits, sign, verify = parts
+            for i, v in enumerate((float(sign), float(verify))):
+                data[(mode, int(bits))][label][i].append(v)
+                rounds[(mode, int(bits), i)][label][rnd].append(v)
     if not data:
         print("speed_table.py: no results", file=sys.stderr)
         return 1
@@ -71,8 +87,8 @@ def table(base, other, path, mode_first=False, peer=None):
         return statistics.median(values) if values else None
 
     def measure(name):
-        cols = [f"{base} {name}", f"{other} {name}", "ratio"]
-        return cols + [f"{peer} {name}", f"{other}/{peer}"] if peer else cols
+        cols = [f"{base} {name}", f"{other} {name}", "ratio", "paired"]
+        return cols + [f"{peer} {name}", f"{other}/{peer}", "paired"] if peer else cols
 
     header = ["key", "mode"] + measure("sign/s") + measure("verify/s") + ["rounds"]
     rows = []
@@ -85,10 +101,11 @@ def table(base, other, path, mode_first=False, peer=None):
         counts = []
         for i in (0, 1):
             b, o = med(data[(mode, bits)][base][i]), med(data[(mode, bits)][other][i])
-            cells += [fmt_rate(b), fmt_rate(o), fmt_ratio(b, o)]
+            by_round = rounds[(mode, bits, i)]
+            cells += [fmt_rate(b), fmt_rate(o), fmt_ratio(b, o), paired(by_round, base, other)]
             if peer:
                 p = med(data[(mode, bits)][peer][i])
-                cells += [fmt_rate(p), fmt_ratio(p, o)]
+                cells += [fmt_rate(p), fmt_ratio(p, o), paired(by_round, peer, other)]
         for label in (base, other, peer) if peer else (base, other):
             counts.append(str(len(data[(mode, bits)][label][0])))
         rows.append(cells + ["/".join(counts)])
@@ -103,7 +120,8 @@ def table(base, other, path, mode_first=False, peer=None):
     for r in rows:
         print("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
     labels = f"{base}/{other}/{peer}" if peer else f"{base}/{other}"
-    print(f"(medians over rounds; ratio = {other} / {base}; rounds = {labels} samples)")
+    print(f"(medians over rounds; ratio = {other} / {base} of the medians, paired = the median of "
+          f"the per-round ratios; rounds = {labels} samples)")
     return 0
 
 

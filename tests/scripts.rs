@@ -204,6 +204,7 @@ fn bad_knobs_are_refused_before_anything_runs() {
         ),
         ("mb-speed.sh", &[("ALGS", "rsa2048 ecdsap256")], "ecdsap256"),
         ("mb-speed.sh", &[("CPU0", "0-3")], "CPU0"),
+        ("mb-speed.sh", &[("CLOCK", "both")], "CLOCK"),
         ("ifma-mix.sh", &[("CPU", "0-3")], "CPU"),
         ("ifma-mix.sh", &[("ROUNDS", "0")], "ROUNDS"),
     ];
@@ -314,6 +315,66 @@ exit 0
     (stdout, stderr, speed)
 }
 
+/// speed_table.py's "paired" column is the median of the per-round ratios, over the rounds
+/// that measured both: with the host drifting between rounds (default 1000, 2000, 1500; kae
+/// 1100, 1800, 3000 and a fourth round of its own) the ratio of the medians reads 1.60x, the
+/// rounds 1.10x, 0.90x and 2.00x.
+#[test]
+fn speed_table_pairs_the_runs_of_each_round() {
+    let scratch = Scratch::new("speed-table");
+    let tsv = scratch.0.join("results.tsv");
+    let rows = [
+        ("default", 1, 1000),
+        ("kae", 1, 1100),
+        ("default", 2, 2000),
+        ("kae", 2, 1800),
+        ("kae", 3, 3000),
+        ("default", 3, 1500),
+        ("kae", 4, 9000),
+    ];
+    let text: String = rows
+        .iter()
+        .map(|(label, round, sign)| format!("{label}\tx\t{round}\t2048\t{sign}.0\t10.0\n"))
+        .collect();
+    fs::write(&tsv, format!("# a comment\n{text}")).unwrap();
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/speed_table.py"))
+        .args(["table", "default", "kae"])
+        .arg(&tsv)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let header: Vec<&str> = stdout
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header.iter().filter(|h| **h == "paired").count(),
+        2,
+        "{stdout}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("rsa2048 "))
+        .unwrap_or_else(|| panic!("no rsa2048 row\n{stdout}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [
+            "rsa2048", "x", "1,500.0", "2,400.0", "1.60x", "1.10x", "10.0", "10.0", "1.00x",
+            "1.00x", "3/4"
+        ],
+        "{stdout}"
+    );
+}
+
 /// `mb-speed.sh --peer FILE`: a third provider (a stand-in named "rival") runs in every row
 /// with kae's flags, takes its turn first in the rounds, and the table gains its medians and
 /// kae / peer. A peer whose provider name is kae's is refused.
@@ -365,6 +426,7 @@ exit 0
         ("ROUNDS", "3".into()),
         ("ROWS", "a e".into()),
         ("ALGS", "rsa2048".into()),
+        ("CLOCK", "cpu".into()),
         ("OUT_DIR", out_dir.to_str().unwrap().into()),
         ("TMPDIR", scratch.0.to_str().unwrap().into()),
     ];
@@ -397,10 +459,10 @@ exit 0
             .unwrap_or_else(|| panic!("no table row {row}\n{ctx}"));
         let cells: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(
-            &cells[2..13],
+            &cells[2..17],
             [
-                "1,000.0", "2,000.0", "2.00x", "1,600.0", "1.25x", "40,000.0", "40,000.0", "1.00x",
-                "40,000.0", "1.00x", "3/3/3"
+                "1,000.0", "2,000.0", "2.00x", "2.00x", "1,600.0", "1.25x", "1.25x", "40,000.0",
+                "40,000.0", "1.00x", "1.00x", "40,000.0", "1.00x", "1.00x", "3/3/3"
             ],
             "{line}\n{ctx}"
         );
@@ -418,6 +480,13 @@ exit 0
     };
     assert_eq!(peer_runs("-multi 1 -async_jobs 8"), 3, "row a\n{ctx}");
     assert_eq!(peer_runs("-async_jobs 2"), 3, "row e async2\n{ctx}");
+    // CLOCK=cpu: every run counts per CPU-second (no -elapsed), and the legend says so.
+    let runs: Vec<&str> = speed.lines().filter(|l| l.contains(" speed ")).collect();
+    assert!(
+        runs.len() > 1 && runs.iter().all(|l| !l.contains("-elapsed")),
+        "{ctx}"
+    );
+    assert!(stdout.contains("per user CPU-second, CLOCK=cpu"), "{ctx}");
     // Each provider opens one round.
     for (round, first) in [(1, "default"), (2, "kae"), (3, "rival")] {
         let opener = stderr
@@ -488,8 +557,11 @@ fn mb_speed_names_the_backend_and_runs_the_matrix() {
                 let line = line.unwrap_or_else(|| panic!("no table row {row} {alg}\n{ctx}"));
                 let cells: Vec<&str> = line.split_whitespace().collect();
                 assert_eq!(
-                    &cells[2..9],
-                    ["1,000.0", "2,000.0", "2.00x", "40,000.0", "40,000.0", "1.00x", "2/2"],
+                    &cells[2..11],
+                    [
+                        "1,000.0", "2,000.0", "2.00x", "2.00x", "40,000.0", "40,000.0", "1.00x",
+                        "1.00x", "2/2"
+                    ],
                     "{line}\n{ctx}"
                 );
             } else {

@@ -321,11 +321,13 @@ fn residues(key: &RsaKey, x: &[u64], size: Size) -> KaeResult<Residues> {
 
 /// Checks the request's input (the CPU path's checks: `rsa::ops::private_input`), reduces it
 /// mod p and mod q and takes a blinding pair and the key's lanes (made here at the key's first
-/// batch). `None` for a key whose e is wider than its primes.
-fn halves(req: &Request, size: Size, engine: Engine) -> KaeResult<Option<Halves>> {
+/// batch; `pid` is this process's id, asked once per group). `None` for a key whose e is
+/// wider than its primes.
+fn halves(req: &Request, size: Size, engine: Engine, pid: u32) -> KaeResult<Option<Halves>> {
     let key = &req.key;
     let x = crate::rsa::ops::private_input(key, &req.input, req.output.len())?;
-    let lanes = key.backend_state.get_or_make_valid(
+    let lanes = key.backend_state.get_or_make_valid_in(
+        pid,
         BackendKind::MultiBuffer.name(),
         |k: &KeyLanes| k.p.size() == size,
         || KeyLanes::make(engine, key, size),
@@ -414,8 +416,9 @@ impl Batcher {
         scalar: &mut Vec<usize>,
     ) -> u32 {
         let mut ready: Vec<(usize, Halves)> = Vec::with_capacity(idx.len());
+        let pid = std::process::id();
         for &i in idx {
-            match halves(&batch[i], size, self.engine) {
+            match halves(&batch[i], size, self.engine, pid) {
                 Ok(Some(h)) => ready.push((i, h)),
                 _ => scalar.push(i),
             }

@@ -80,11 +80,15 @@ fn stop_current() {
 /// The offloader of this process, started on first call. After `fork()` the child sees the
 /// parent's offloader (whose threads were not copied), leaves it alone and starts its own.
 pub fn current() -> Option<Arc<Offloader>> {
-    current_with(backend::compute)
+    current_in(std::process::id())
 }
 
-fn current_with(compute: ComputeFn) -> Option<Arc<Offloader>> {
-    let pid = std::process::id();
+/// [`current`] for a caller that already asked for this process's id (`pid`).
+pub fn current_in(pid: u32) -> Option<Arc<Offloader>> {
+    current_with(pid, backend::compute)
+}
+
+fn current_with(pid: u32, compute: ComputeFn) -> Option<Arc<Offloader>> {
     if let Some(p) = running_in(pid) {
         return Some(p);
     }
@@ -160,8 +164,12 @@ fn running_in(pid: u32) -> Option<Arc<Offloader>> {
 /// and loads libraries, and the private-operation path asks on every call: decided once per
 /// process (a forked child decides again), then only the kind is copied out.
 pub fn selected_kind() -> BackendKind {
+    selected_kind_in(std::process::id())
+}
+
+/// [`selected_kind`] for a caller that already asked for this process's id (`pid`).
+pub fn selected_kind_in(pid: u32) -> BackendKind {
     static CACHE: Mutex<Option<(u32, BackendKind)>> = Mutex::new(None);
-    let pid = std::process::id();
     let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     match *c {
         Some((p, kind)) if p == pid => kind,

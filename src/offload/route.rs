@@ -4,7 +4,7 @@
 
 use super::config::config;
 use super::inline::inline;
-use super::instance::{current, selected_kind};
+use super::instance::{current, current_in, selected_kind, selected_kind_in};
 use super::offloader::Offloader;
 use super::wait::{run_async, run_blocking};
 use crate::backend::SyncPolicy;
@@ -29,24 +29,27 @@ pub fn public_op(key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<(
 }
 
 fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
-    // The job check first: it is a thread-local read, the decisions need getpid().
+    // The job check first: it is a thread-local read; the decisions need the process's id, a
+    // system call (getpid), asked once here.
     let job = AsyncJob::current();
     // Public operations are cheap on the CPU: they leave it only for hardware.
-    let hardware = || selected_kind() == BackendKind::Hpre;
+    let hardware = |pid| selected_kind_in(pid) == BackendKind::Hpre;
     match &job {
-        Some(job) if (kind == OpKind::Private || hardware()) && offload_async_jobs() => {
-            match current() {
-                Some(pool) if pool.takes(key, kind) => {
-                    return offload(&pool, How::Job(job), kind, key, input, out)
+        Some(job) => {
+            let pid = std::process::id();
+            if (kind == OpKind::Private || hardware(pid)) && offload_async_jobs(pid) {
+                match current_in(pid) {
+                    Some(pool) if pool.takes(key, kind) => {
+                        return offload(&pool, How::Job(job), kind, key, input, out)
+                    }
+                    Some(_) => {}
+                    None => stats::note_fallback(),
                 }
-                Some(_) => {}
-                None => stats::note_fallback(),
             }
         }
-        Some(_) => {}
         // Outside jobs a public operation (~20 µs for RSA-2048) stays on the CPU: waiting for a
         // device round trip would only make the caller slower.
-        None if kind == OpKind::Private && hardware() => {
+        None if kind == OpKind::Private && selected_kind() == BackendKind::Hpre => {
             if let Some(pool) = current() {
                 let how = match pool.backend.sync_policy() {
                     SyncPolicy::Inline => None,
@@ -164,8 +167,8 @@ static OFFLOAD_DECISION: AtomicU64 = AtomicU64::new(0);
 /// only take turns with the application's thread on that CPU: each operation costs the same
 /// arithmetic plus two thread switches and a job pause, so `auto` computes inline instead.
 /// Decided once per process (a forked child decides again: it may have been pinned).
-fn offload_async_jobs() -> bool {
-    let pid = u64::from(std::process::id());
+fn offload_async_jobs(pid: u32) -> bool {
+    let pid = u64::from(pid);
     let d = OFFLOAD_DECISION.load(Ordering::Relaxed);
     if d != 0 && d >> 1 == pid {
         return d & 1 == 1;

@@ -32,12 +32,12 @@ fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResu
     // The job check first: it is a thread-local read; the decisions need the process's id, a
     // system call (getpid), asked once here.
     let job = AsyncJob::current();
-    // Public operations are cheap on the CPU: they leave it only for hardware.
-    let hardware = |pid| selected_kind_in(pid) == BackendKind::Hpre;
     match &job {
         Some(job) => {
             let pid = std::process::id();
-            if (kind == OpKind::Private || hardware(pid)) && offload_async_jobs(pid) {
+            // Public operations are cheap on the CPU: they leave it only for hardware.
+            let hardware = || selected_kind_in(pid) == BackendKind::Hpre;
+            if (kind == OpKind::Private || hardware()) && offload_async_jobs(pid) {
                 match current_in(pid) {
                     Some(pool) if pool.takes(key, kind) => {
                         return offload(&pool, How::Job(job), kind, key, input, out)

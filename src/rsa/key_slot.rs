@@ -50,28 +50,18 @@ impl KeySlot {
         self.get_or_make_valid_in(std::process::id(), owner, valid, make)
     }
 
-    /// [`get_or_make_valid`](Self::get_or_make_valid) for a caller that already asked for this
-    /// process's id (`getpid` is a system call; a batch asks once for all its requests).
-    pub fn get_or_make_valid_in<T: Any + Send + Sync>(
-        &self,
-        pid: u32,
-        owner: &'static str,
-        valid: impl Fn(&T) -> bool,
-        make: impl FnOnce() -> KaeResult<T>,
-    ) -> KaeResult<Arc<T>> {
-        self.get_or_make_checked(pid, owner, valid, make)
-    }
-
     fn get_or_make_in<T: Any + Send + Sync>(
         &self,
         pid: u32,
         owner: &'static str,
         make: impl FnOnce() -> KaeResult<T>,
     ) -> KaeResult<Arc<T>> {
-        self.get_or_make_checked(pid, owner, |_| true, make)
+        self.get_or_make_valid_in(pid, owner, |_| true, make)
     }
 
-    fn get_or_make_checked<T: Any + Send + Sync>(
+    /// [`get_or_make_valid`](Self::get_or_make_valid) for a caller that already asked for this
+    /// process's id (`getpid` is a system call; a batch asks once for all its requests).
+    pub fn get_or_make_valid_in<T: Any + Send + Sync>(
         &self,
         pid: u32,
         owner: &'static str,

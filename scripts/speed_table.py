@@ -54,37 +54,38 @@ def fmt_ratio(a, b):
     return f"{b / a:.2f}x"
 
 
-def paired(by_round, base, other):
-    """Median over the rounds that measured both labels of other / base (each round's own
-    samples by their median), as "1.23x"; "-" when no round has both."""
-    ratios = []
-    for rnd in sorted(set(by_round[base]) & set(by_round[other])):
-        b, o = statistics.median(by_round[base][rnd]), statistics.median(by_round[other][rnd])
-        if b:
-            ratios.append(o / b)
+def paired(base, other):
+    """Median over the rounds that measured both of other / base, for two lists of (round,
+    value) samples (a round's own samples by their median), as "1.23x"; "-" when no round
+    has both."""
+    def by_round(samples):
+        rounds = defaultdict(list)
+        for rnd, v in samples:
+            rounds[rnd].append(v)
+        return {rnd: statistics.median(vs) for rnd, vs in rounds.items()}
+
+    b, o = by_round(base), by_round(other)
+    ratios = [o[rnd] / b[rnd] for rnd in sorted(b.keys() & o.keys()) if b[rnd]]
     return f"{statistics.median(ratios):.2f}x" if ratios else "-"
 
 
 def table(base, other, path, mode_first=False, peer=None):
-    # (mode, bits) -> label -> ([sign...], [verify...])
+    # (mode, bits) -> label -> ([(round, sign)...], [(round, verify)...])
     data = defaultdict(lambda: defaultdict(lambda: ([], [])))
-    # (mode, bits, measure index) -> label -> round -> [values]
-    rounds = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     with open(path) as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if line.startswith("#") or len(parts) != 6:
                 continue
             label, mode, rnd, bits, sign, verify = parts
-            for i, v in enumerate((float(sign), float(verify))):
-                data[(mode, int(bits))][label][i].append(v)
-                rounds[(mode, int(bits), i)][label][rnd].append(v)
+            data[(mode, int(bits))][label][0].append((rnd, float(sign)))
+            data[(mode, int(bits))][label][1].append((rnd, float(verify)))
     if not data:
         print("speed_table.py: no results", file=sys.stderr)
         return 1
 
-    def med(values):
-        return statistics.median(values) if values else None
+    def med(samples):
+        return statistics.median(v for _, v in samples) if samples else None
 
     def measure(name):
         cols = [f"{base} {name}", f"{other} {name}", "ratio", "paired"]
@@ -99,15 +100,16 @@ def table(base, other, path, mode_first=False, peer=None):
     for (mode, bits) in sorted(data, key=lambda k: (modes_order.index(k[0]), k[1])):
         cells = [f"rsa{bits}", mode]
         counts = []
+        runs = data[(mode, bits)]
         for i in (0, 1):
-            b, o = med(data[(mode, bits)][base][i]), med(data[(mode, bits)][other][i])
-            by_round = rounds[(mode, bits, i)]
-            cells += [fmt_rate(b), fmt_rate(o), fmt_ratio(b, o), paired(by_round, base, other)]
+            b, o = med(runs[base][i]), med(runs[other][i])
+            cells += [fmt_rate(b), fmt_rate(o), fmt_ratio(b, o),
+                      paired(runs[base][i], runs[other][i])]
             if peer:
-                p = med(data[(mode, bits)][peer][i])
-                cells += [fmt_rate(p), fmt_ratio(p, o), paired(by_round, peer, other)]
+                p = med(runs[peer][i])
+                cells += [fmt_rate(p), fmt_ratio(p, o), paired(runs[peer][i], runs[other][i])]
         for label in (base, other, peer) if peer else (base, other):
-            counts.append(str(len(data[(mode, bits)][label][0])))
+            counts.append(str(len(runs[label][0])))
         rows.append(cells + ["/".join(counts)])
     if mode_first:
         header[0], header[1] = "row", header[0]

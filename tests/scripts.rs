@@ -5,7 +5,7 @@
 //!
 //! Uses the already-built release artifacts (`install.sh --no-build`): libkae.so, kae-stat and
 //! kae-press in the `release` directory next to this test binary (`cargo build --release`).
-//! Takes a few seconds.
+//! Takes a few seconds, and about a minute for the device pack (its kernel bench is built).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,6 +13,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+mod skip;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -207,6 +209,25 @@ fn bad_knobs_are_refused_before_anything_runs() {
         ("mb-speed.sh", &[("CLOCK", "both")], "CLOCK"),
         ("ifma-mix.sh", &[("CPU", "0-3")], "CPU"),
         ("ifma-mix.sh", &[("ROUNDS", "0")], "ROUNDS"),
+        (
+            "device-pack.sh",
+            &[("CARRY_LIMIT_MB", "0")],
+            "CARRY_LIMIT_MB",
+        ),
+        ("device-run.sh", &[("STEPS", "facts bench")], "STEPS"),
+        (
+            "device-run.sh",
+            &[("KERNEL_SIZES", "2048,1536")],
+            "KERNEL_SIZES",
+        ),
+        ("device-run.sh", &[("KERNEL_ROUNDS", "0")], "KERNEL_ROUNDS"),
+        ("device-run.sh", &[("CPUS", "2-3")], "CPUS"),
+        ("device-run.sh", &[("ROWS", "a z")], "ROWS"),
+        (
+            "device-run.sh",
+            &[("SECONDS_PER_RUN", "0.5")],
+            "SECONDS_PER_RUN",
+        ),
     ];
     let mut problems = Vec::new();
     for (name, env, word) in cases {
@@ -848,4 +869,166 @@ fn install_try_lines_and_uninstall_in_a_directory_of_ones_own() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(tree(root), before);
+}
+
+/// `scripts/device-pack.sh` packs this tree's module, kernel bench and openssl with the loader
+/// and libraries they load; run through the packed loader, they work with this machine's
+/// library directories hidden (a mount namespace with empty ones over them, as on a device
+/// machine whose libraries differ); `scripts/device-run.sh` then times a short kernel and
+/// provider run from the pack and writes its tables.
+#[test]
+fn device_pack_runs_without_the_hosts_libraries() {
+    let module = release_dir().join("kae.so");
+    assert!(
+        module.is_file(),
+        "{} missing: run scripts/build.sh first",
+        module.display()
+    );
+    let scratch = Scratch::new("device-pack");
+    let pack = scratch.0.join("pack");
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/device-pack.sh"))
+        .args(["--out", pack.to_str().unwrap()])
+        .current_dir(repo())
+        .env("NO_BUILD", "1")
+        .env("KAE_MODULE", &module)
+        .env("CARGO_TARGET_DIR", release_dir().parent().unwrap())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = ok(out, "device-pack.sh");
+    assert!(said.contains("device pack:"), "{said}");
+    let manifest = fs::read_to_string(pack.join("MANIFEST")).unwrap();
+    for f in [
+        "bench/tree",
+        "bin/kae.so",
+        "bin/openssl.elf",
+        "lib/ld-linux-x86-64.so.2",
+        "lib/libc.so.6",
+        "lib/libcrypto.so.3",
+    ] {
+        assert!(
+            manifest.contains(&format!("  {f}\n")),
+            "{f} not packed:\n{manifest}"
+        );
+    }
+
+    // The packed programs with the host's library directories hidden. The packed loader is
+    // started by its path, so the host's own loader is never used; `mount` itself needs the
+    // libraries of /lib/x86_64-linux-gnu where that is a directory of its own: hidden last.
+    let p = pack.display();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for d in ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"] {
+        if let Ok(c) = fs::canonicalize(d) {
+            if !dirs.contains(&c) {
+                dirs.push(c);
+            }
+        }
+    }
+    let hide: String = dirs
+        .iter()
+        .map(|d| format!("mount -t tmpfs none {} || exit 90; ", d.display()))
+        .collect();
+    let r = scratch.0.join("hidden");
+    fs::create_dir_all(&r).unwrap();
+    let r = r.display();
+    let script = format!(
+        "{hide}\
+         L=\"{p}/lib/ld-linux-x86-64.so.2 --library-path {p}/lib\"; \
+         export OPENSSL_CONF=/dev/null KAE_LOG=info; \
+         $L {p}/bin/openssl.elf version >{r}/version 2>&1 || exit 91; \
+         $L {p}/bin/openssl.elf speed -seconds 1 -provider-path {p}/bin -provider kae rsa2048 \
+            >{r}/speed 2>{r}/speed.err || exit 92; \
+         MB_BENCH_ROUNDS=1 MB_BENCH_SIZES=1024 $L {p}/bench/tree --bench >{r}/bench 2>&1 || exit 93"
+    );
+    let hidden = Command::new("unshare")
+        .args(["-m", "bash", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let read = |f: &str| fs::read_to_string(scratch.0.join("hidden").join(f)).unwrap_or_default();
+    match hidden.status.code() {
+        Some(0) => {
+            assert!(
+                read("version").starts_with("OpenSSL 3"),
+                "{}",
+                read("version")
+            );
+            assert!(
+                read("speed").contains("rsa 2048 bits") && read("speed.err").contains("backend "),
+                "speed with kae from the pack:\n{}\n{}",
+                read("speed"),
+                read("speed.err")
+            );
+            assert!(
+                read("bench").contains("RSA-1024"),
+                "bench:\n{}",
+                read("bench")
+            );
+        }
+        Some(90) | None => skip::skipped(
+            "device pack with the host's libraries hidden",
+            &format!(
+                "no mount namespace here (unshare -m needs root): {}",
+                String::from_utf8_lossy(&hidden.stderr).trim()
+            ),
+            skip::UnderCi::Provided,
+        ),
+        Some(c) => panic!(
+            "a packed program failed with the host's libraries hidden (step {c}): {}\n\
+             version: {}\nspeed: {}{}\nbench: {}",
+            String::from_utf8_lossy(&hidden.stderr),
+            read("version"),
+            read("speed"),
+            read("speed.err"),
+            read("bench")
+        ),
+    }
+
+    // The prepared run, short: its kernel table and the provider's.
+    let results = scratch.0.join("results");
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/device-run.sh"))
+        .arg(&pack)
+        .current_dir(repo())
+        .env("OUT", &results)
+        .env("KERNEL_ROUNDS", "2")
+        .env("KERNEL_SIZES", "1024")
+        .env("ROWS", "a")
+        .env("ROUNDS", "1")
+        .env("SECONDS_PER_RUN", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = ok(out, "device-run.sh");
+    let kernel = fs::read_to_string(results.join("kernel.txt")).unwrap();
+    let row = kernel
+        .lines()
+        .find(|l| l.starts_with("tree ") && l.contains("RSA-1024"))
+        .unwrap_or_else(|| panic!("no RSA-1024 row for the bench:\n{kernel}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols.len(), 8, "{row}");
+    assert_eq!(cols[3], "2", "two rounds: {row}");
+    assert!(cols[5].parse::<f64>().is_ok_and(|us| us > 0.0), "{row}");
+    let ifma = fs::read_to_string("/proc/cpuinfo")
+        .unwrap()
+        .split_whitespace()
+        .any(|w| w == "avx512ifma");
+    if ifma {
+        assert_eq!(cols[2], "ifma", "{row}");
+    } else {
+        assert_eq!(cols[2], "portable", "{row}");
+        assert!(
+            said.contains("WARNING: this CPU has no AVX-512 IFMA"),
+            "{said}"
+        );
+    }
+    let provider = fs::read_to_string(results.join("provider.txt")).unwrap();
+    assert!(
+        provider.contains("a:1core-async8") && provider.contains("rsa2048"),
+        "{provider}"
+    );
+    assert!(fs::read_to_string(results.join("facts.txt"))
+        .unwrap()
+        .contains("AVX-512 IFMA"));
 }

@@ -6,6 +6,7 @@
 //! Every child process has a time limit and is killed when it runs over.
 
 mod procs;
+mod skip;
 
 use procs::{
     openssl_in, rsa2048_speed_line, run, self_signed_cert_args, write_prefer_kae_config,
@@ -155,6 +156,71 @@ fn speed_async_jobs_one_cpu() {
     let (_, offloaded, pauses, stderr) = speed_async(true, Some("yes"));
     assert!(offloaded > 0, "KAE_ASYNC=yes did not offload\n{stderr}");
     assert!(pauses > 0, "KAE_ASYNC=yes: no async pause\n{stderr}");
+}
+
+/// A public operation inside an ASYNC job on a backend that is not hardware stays on the CPU
+/// without asking for the process's id: `getpid` is a system call, a few percent of an
+/// RSA-2048 public operation. Counted with strace over `openssl speed -async_jobs 8`, whose
+/// verify half runs many times more public operations than its sign half private ones: the
+/// calls must be what the private operations and start-up account for.
+#[test]
+fn async_public_ops_ask_no_process_id_on_the_cpu() {
+    let _serial = one_at_a_time();
+    if Command::new("strace").arg("-V").output().is_err() {
+        skip::skipped(
+            "getpid count of async public operations",
+            "no strace here (apt-get install strace)",
+            skip::UnderCi::Provided,
+        );
+        return;
+    }
+    let dir = TempDir::new("async-cli-getpid");
+    let pd = dir.provider_dir();
+    let trace = dir.path().join("getpid.txt");
+    let inner = openssl_in(dir.path());
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-c", "-e", "trace=getpid", "-o"])
+        .arg(&trace)
+        .arg(inner.get_program())
+        .current_dir(dir.path());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.args(["speed", "-provider-path"])
+        .arg(&pd)
+        .args([
+            "-provider",
+            "kae",
+            "-async_jobs",
+            "8",
+            "-seconds",
+            "1",
+            "rsa2048",
+        ])
+        .env("KAE_LOG", "info")
+        .env("KAE_BACKEND", "cpu");
+    let out = run(&mut cmd, None, Duration::from_secs(60));
+    assert!(out.status.success(), "speed failed\n{}", out.describe());
+    let summary = KaeSummary::first_in(&out.stderr)
+        .unwrap_or_else(|| panic!("no kae summary line\n{}", out.describe()));
+    let (private, public) = (summary.private.ok, summary.public.ok);
+    assert!(public > 1000 && private > 0, "{summary:?}");
+    let table = std::fs::read_to_string(&trace).unwrap();
+    // strace -c: "% time  seconds  usecs/call  calls  [errors]  syscall"
+    let calls: u64 = table
+        .lines()
+        .find(|l| l.trim_end().ends_with(" getpid"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        calls <= 4 * private + public / 50,
+        "{calls} getpid calls for {private} private and {public} public operations: the \
+         public ones ask for the process's id\n{table}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ use crate::completion::Completer;
 use crate::ffi::fork::{ForkMutex, ForkPlan};
 use crate::settings::{BackendKind, OffloadConfig};
 use crate::stats;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The running offloader, started on first use in each process (never in OSSL_provider_init).
@@ -176,9 +176,31 @@ pub fn selected_kind_in(pid: u32) -> BackendKind {
         _ => {
             let kind = registry::select(&config()).kind;
             *c = Some((pid, kind));
+            LAST_SELECTION.store(
+                if kind == BackendKind::Hpre {
+                    HARDWARE
+                } else {
+                    NOT_HARDWARE
+                },
+                Ordering::Relaxed,
+            );
             kind
         }
     }
+}
+
+/// What the latest selection found, in this process or the parent it was forked from:
+/// nothing selected yet (0), `HARDWARE` or `NOT_HARDWARE`.
+static LAST_SELECTION: AtomicU8 = AtomicU8::new(0);
+const HARDWARE: u8 = 1;
+const NOT_HARDWARE: u8 = 2;
+
+/// False once a selection found no hardware: a public operation then stays on the CPU without
+/// asking for the process's id (a system call that costs a few percent of an RSA-2048 public
+/// operation). A hint only, inherited across fork: a child that would find hardware where its
+/// parent found none computes its public operations inline, which is always correct.
+pub fn hardware_possible() -> bool {
+    LAST_SELECTION.load(Ordering::Relaxed) != NOT_HARDWARE
 }
 
 /// What operators see as the active backend: the running offloader's, else the selected one (sync

@@ -4,7 +4,7 @@
 
 use super::config::config;
 use super::inline::inline;
-use super::instance::{current, current_in, selected_kind, selected_kind_in};
+use super::instance::{current, current_in, hardware_possible, selected_kind, selected_kind_in};
 use super::offloader::Offloader;
 use super::wait::{run_async, run_blocking};
 use crate::backend::SyncPolicy;
@@ -30,12 +30,14 @@ pub fn public_op(key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<(
 
 fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResult<()> {
     // The job check first: it is a thread-local read; the decisions need the process's id, a
-    // system call (getpid), asked once here.
+    // system call (getpid), asked once here, and not at all for a public operation once the
+    // selection is known not to be hardware.
     let job = AsyncJob::current();
     match &job {
+        // Public operations are cheap on the CPU: they leave it only for hardware.
+        Some(_) if kind == OpKind::Public && !hardware_possible() => {}
         Some(job) => {
             let pid = std::process::id();
-            // Public operations are cheap on the CPU: they leave it only for hardware.
             let hardware = || selected_kind_in(pid) == BackendKind::Hpre;
             if (kind == OpKind::Private || hardware()) && offload_async_jobs(pid) {
                 match current_in(pid) {

@@ -13,7 +13,8 @@
 #                      `cargo build --release --bench mb_kernel`, as NAME "tree"
 #   --peer FILE        the peer provider module (scripts/peer-qat-sw.sh's qatprovider.so), for
 #                      mb-speed.sh's --peer column on the device
-#   --out DIR          where the pack goes (default target/device-pack; emptied first)
+#   --out DIR          where the pack goes (default target/device-pack; emptied first when it
+#                      is an earlier pack, refused when it is another non-empty directory)
 # Packed: bin/openssl (a wrapper) and bin/openssl.elf (this machine's openssl), bin/kae.so
 # (scripts/build.sh's module, unless NO_BUILD=1 or KAE_MODULE=FILE), bench/NAME, peer/NAME.so,
 # lib/ (the loader, the libraries, crypto_mb's shared library as the bench's yardstick from
@@ -84,6 +85,14 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 OUT=${OUT:-$TARGET/device-pack}
+# Emptied before packing, but only if it is an earlier pack (or empty): --out must never wipe a
+# directory of the user's by mistake.
+if [[ -e $OUT ]]; then
+    [[ -d $OUT ]] || bad "--out $OUT: exists and is not a directory"
+    if [[ ! -f $OUT/MANIFEST ]] && [[ -n $(ls -A "$OUT") ]]; then
+        bad "--out $OUT: not empty and not an earlier pack (no MANIFEST): choose another directory"
+    fi
+fi
 CMB=$(realpath -m "${CRYPTO_MB_DIR:-../shared/reference/crypto_mb}")
 OPENSSL_BIN=$(command -v "${OPENSSL:-openssl}") || die "no openssl binary to pack (OPENSSL=${OPENSSL:-openssl})"
 OPENSSL_BIN=$(readlink -f "$OPENSSL_BIN")

@@ -27,7 +27,7 @@
 # Exit status: 0 every step ran, 1 a step failed, 2 usage.
 set -euo pipefail
 
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "device-run.sh: $*" >&2; exit 2; }
 case ${1:-} in -h | --help) usage; exit 0 ;; -*) bad "unknown option '$1' (see --help)" ;; esac
 (($# <= 1)) || bad "one PACK directory at most (see --help)"

@@ -886,6 +886,25 @@ fn device_pack_runs_without_the_hosts_libraries() {
     );
     let scratch = Scratch::new("device-pack");
     let pack = scratch.0.join("pack");
+
+    // A directory of the user's given as --out by mistake is refused, untouched.
+    let mine = scratch.0.join("mine");
+    fs::create_dir_all(&mine).unwrap();
+    fs::write(mine.join("notes.txt"), "mine\n").unwrap();
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/device-pack.sh"))
+        .args(["--out", mine.to_str().unwrap()])
+        .current_dir(repo())
+        .env("NO_BUILD", "1")
+        .env("KAE_MODULE", &module)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(
+        fs::read_to_string(mine.join("notes.txt")).unwrap(),
+        "mine\n"
+    );
     let out = Command::new("bash")
         .arg(repo().join("scripts/device-pack.sh"))
         .args(["--out", pack.to_str().unwrap()])

@@ -189,6 +189,19 @@ pub fn selected_kind_in(pid: u32) -> BackendKind {
     }
 }
 
+/// This process's offloader when the selected backend is hardware (where synchronous private
+/// operations go); `None` without a system call once a selection found no hardware.
+pub fn hardware_offloader() -> Option<Arc<Offloader>> {
+    if !hardware_possible() {
+        return None;
+    }
+    let pid = std::process::id();
+    if selected_kind_in(pid) != BackendKind::Hpre {
+        return None;
+    }
+    current_in(pid)
+}
+
 /// What the latest selection found, in this process or the parent it was forked from:
 /// nothing selected yet (0), `HARDWARE` or `NOT_HARDWARE`.
 static LAST_SELECTION: AtomicU8 = AtomicU8::new(0);

@@ -4,7 +4,9 @@
 
 use super::config::config;
 use super::inline::inline;
-use super::instance::{current, current_in, hardware_possible, selected_kind, selected_kind_in};
+use super::instance::{
+    current_in, hardware_offloader, hardware_possible, selected_kind, selected_kind_in,
+};
 use super::offloader::Offloader;
 use super::wait::{run_async, run_blocking};
 use crate::backend::SyncPolicy;
@@ -51,8 +53,8 @@ fn run(kind: OpKind, key: &Arc<RsaKey>, input: &[u8], out: &mut [u8]) -> KaeResu
         }
         // Outside jobs a public operation (~20 µs for RSA-2048) stays on the CPU: waiting for a
         // device round trip would only make the caller slower.
-        None if kind == OpKind::Private && selected_kind() == BackendKind::Hpre => {
-            if let Some(pool) = current() {
+        None if kind == OpKind::Private => {
+            if let Some(pool) = hardware_offloader() {
                 let how = match pool.backend.sync_policy() {
                     SyncPolicy::Inline => None,
                     SyncPolicy::SubmitAndWait => Some(How::Block),

@@ -116,7 +116,7 @@ if ((${#BENCHES[@]} == 0)); then
     BENCHES=("tree=$exe")
 fi
 
-CMB_LIB=$(find "$CMB/lib" -maxdepth 1 -name 'libcrypto_mb.so.*.*' -type f 2>/dev/null | sort | tail -n1)
+CMB_LIB=$(find "$CMB/lib" -maxdepth 1 -name 'libcrypto_mb.so.*.*' -type f 2>/dev/null | sort | tail -n1 || true)
 [[ -n $CMB_LIB ]] || echo "device-pack.sh: no libcrypto_mb.so.X.Y under $CMB/lib: the kernel bench will have no crypto_mb column" >&2
 
 rm -rf "$OUT"
@@ -187,5 +187,10 @@ size=$(du -sb "$OUT" | cut -f1)
     echo "files:"
     (cd "$OUT" && find . -type f ! -name MANIFEST -printf '%P\n' | sort | xargs sha256sum)
 } >"$OUT/MANIFEST"
-echo "device pack: $OUT ($((size / 1024 / 1024)) MiB; benches: $(for b in "${BENCHES[@]}"; do printf '%s ' "${b%%=*}"; done)${PEER:+; peer $(basename "$PEER")})"
-echo "run it: device tool command \"scripts/device-run.sh ${OUT#"$ROOT"/}\", carry [\"${OUT#"$ROOT"/}\"]"
+names=$(for b in "${BENCHES[@]}"; do echo "${b%%=*}"; done | paste -sd, -)
+echo "device pack: $OUT ($((size / 1024 / 1024)) MiB; benches: $names${PEER:+; peer $(basename "$PEER")})"
+if [[ $OUT == "$ROOT"/* ]]; then
+    echo "run it: device tool command \"scripts/device-run.sh ${OUT#"$ROOT"/}\", carry [\"${OUT#"$ROOT"/}\"]"
+else
+    echo "note: the device tool carries paths inside the repository only; pack under target/ to run it there"
+fi

@@ -17,17 +17,18 @@
 #             size, the medians of kae's µs per request (its faster shape), crypto_mb's and the
 #             per-round kae/crypto_mb (above 1: kae faster).
 #   provider  scripts/mb-speed.sh --module PACK/bin/kae.so (--peer PACK/peer/*.so when packed)
-#             with the packed openssl, pinned to CPUS (default "CPU0,CPU0+1": two CPUs, as on
-#             the 2-core machines of the issue's figures), MULTI 2, ROWS (default "a c d"),
+#             with the packed openssl, pinned to CPUS (two CPUs by default, as on the 2-core
+#             machines of the issue's figures), MULTI 2, ROWS (default "a c d"),
 #             ALGS (every row's; default rsa2048), ROUNDS (default 3), SECONDS_PER_RUN
 #             (default 2): provider.txt and mb-speed's TSV and chart.
-# Knobs: STEPS, CPU0 (default 2: away from CPU 0's interrupts; 0 on a machine with fewer than 3
-# CPUs), CPUS, KERNEL_ROUNDS, KERNEL_SIZES, ROWS, ALGS, ROUNDS, SECONDS_PER_RUN.
+# Knobs: STEPS, CPU0 (default: the third CPU this process may use, away from the first's
+# interrupts; the first where it may use fewer than 4), CPUS (default: CPU0 and the next one it
+# may use), KERNEL_ROUNDS, KERNEL_SIZES, ROWS, ALGS, ROUNDS, SECONDS_PER_RUN.
 # About 4 minutes with the defaults and one bench (kernel ~30 s, provider ~3 min).
 # Exit status: 0 every step ran, 1 a step failed, 2 usage.
 set -euo pipefail
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "device-run.sh: $*" >&2; exit 2; }
 case ${1:-} in -h | --help) usage; exit 0 ;; -*) bad "unknown option '$1' (see --help)" ;; esac
 (($# <= 1)) || bad "one PACK directory at most (see --help)"
@@ -39,11 +40,34 @@ STEPS=${STEPS:-facts kernel provider}
 for s in $STEPS; do
     case $s in facts | kernel | provider) ;; *) bad "STEPS: '$s' is not facts, kernel or provider" ;; esac
 done
-ncpu=$(nproc)
-CPU0=${CPU0:-$((ncpu >= 3 ? 2 : 0))}
+# The CPUs this process may run on (a container's cpuset need not start at 0), in order.
+ALLOWED=()
+list=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+IFS=, read -r -a parts <<<"${list:-0}"
+for part in "${parts[@]}"; do
+    if [[ $part == *-* ]]; then
+        for ((c = ${part%-*}; c <= ${part#*-}; c++)); do ALLOWED+=("$c"); done
+    else
+        ALLOWED+=("$part")
+    fi
+done
+allowed() { [[ " ${ALLOWED[*]} " == *" $1 "* ]]; }
+# Default: the third allowed CPU (away from the first's interrupts) and the one after it.
+pick=$((${#ALLOWED[@]} >= 4 ? 2 : 0))
+CPU0=${CPU0:-${ALLOWED[pick]}}
 [[ $CPU0 =~ ^[0-9]+$ ]] || bad "CPU0 must be one CPU number, not '$CPU0'"
-CPUS=${CPUS:-$CPU0,$((CPU0 + 1))}
+allowed "$CPU0" || bad "CPU0 $CPU0 is not one of the CPUs this process may use (${list:-?})"
+if [[ -z ${CPUS:-} ]]; then
+    CPUS=$CPU0
+    for ((i = 0; i < ${#ALLOWED[@]} - 1; i++)); do
+        [[ ${ALLOWED[i]} == "$CPU0" ]] && CPUS="$CPU0,${ALLOWED[i + 1]}"
+    done
+fi
 [[ $CPUS =~ ^[0-9]+(,[0-9]+)*$ ]] || bad "CPUS must be a list of CPU numbers like 2,3, not '$CPUS'"
+for c in ${CPUS//,/ }; do
+    allowed "$c" || bad "CPUS: $c is not one of the CPUs this process may use (${list:-?})"
+done
+ncpu=$(nproc)
 KERNEL_ROUNDS=${KERNEL_ROUNDS:-5}
 [[ $KERNEL_ROUNDS =~ ^[1-9][0-9]*$ ]] || bad "KERNEL_ROUNDS must be a whole number (1 or more), not '$KERNEL_ROUNDS'"
 KERNEL_SIZES=${KERNEL_SIZES:-2048,3072,4096}

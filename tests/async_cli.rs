@@ -36,9 +36,6 @@ fn parse_summary_line() {
 // openssl speed -async_jobs
 // ---------------------------------------------------------------------------------------------
 
-/// `openssl speed -provider kae -async_jobs 8 -seconds 1 rsa2048`, optionally pinned to CPU 0
-/// with taskset and with `KAE_ASYNC` set; checks the speed line and returns kae's summary
-/// (private ops, offloaded, async pauses) and stderr.
 /// The tests of this file start CPU-bound processes (`openssl speed` on every CPU): run one at
 /// a time, so that a neighbour starving the s_server test's thread cannot let a result land
 /// before its job pauses (correct, but then the test sees no pause).
@@ -48,26 +45,28 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn speed_async(pin_one_cpu: bool, kae_async: Option<&str>) -> (u64, u64, u64, String) {
-    let dir = TempDir::new("async-cli-speed");
-    let pd = dir.provider_dir();
+/// `openssl speed -provider kae -async_jobs 8 -seconds 1 rsa2048` in `dir` with `KAE_LOG=info`
+/// on the CPU backend, started through `wrapper` (a program and its arguments: taskset,
+/// strace) when it is not empty.
+fn speed_cmd(dir: &TempDir, wrapper: &[&str]) -> Command {
     let inner = openssl_in(dir.path());
-    let mut cmd = if pin_one_cpu {
-        let mut c = Command::new("taskset");
-        c.arg("-c").arg("0").arg(inner.get_program());
-        for (k, v) in inner.get_envs() {
-            match v {
-                Some(v) => c.env(k, v),
-                None => c.env_remove(k),
-            };
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(inner.get_program());
+            for (k, v) in inner.get_envs() {
+                match v {
+                    Some(v) => c.env(k, v),
+                    None => c.env_remove(k),
+                };
+            }
+            c.current_dir(dir.path());
+            c
         }
-        c.current_dir(dir.path());
-        c
-    } else {
-        inner
+        None => inner,
     };
     cmd.args(["speed", "-provider-path"])
-        .arg(&pd)
+        .arg(dir.provider_dir())
         .args([
             "-provider",
             "kae",
@@ -81,6 +80,19 @@ fn speed_async(pin_one_cpu: bool, kae_async: Option<&str>) -> (u64, u64, u64, St
         // The CPU backend's policy is under test: on an AVX-512 IFMA machine `auto` would pick
         // the multi-buffer backend, which offloads on one CPU too.
         .env("KAE_BACKEND", "cpu");
+    cmd
+}
+
+/// [`speed_cmd`], optionally pinned to CPU 0 with taskset and with `KAE_ASYNC` set; checks the
+/// speed line and returns kae's summary (private ops, offloaded, async pauses) and stderr.
+fn speed_async(pin_one_cpu: bool, kae_async: Option<&str>) -> (u64, u64, u64, String) {
+    let dir = TempDir::new("async-cli-speed");
+    let pin: &[&str] = if pin_one_cpu {
+        &["taskset", "-c", "0"]
+    } else {
+        &[]
+    };
+    let mut cmd = speed_cmd(&dir, pin);
     if let Some(v) = kae_async {
         cmd.env("KAE_ASYNC", v);
     }
@@ -175,40 +187,28 @@ fn async_public_ops_ask_no_process_id_on_the_cpu() {
         return;
     }
     let dir = TempDir::new("async-cli-getpid");
-    let pd = dir.provider_dir();
     let trace = dir.path().join("getpid.txt");
-    let inner = openssl_in(dir.path());
-    let mut cmd = Command::new("strace");
-    cmd.args(["-f", "-qq", "-c", "-e", "trace=getpid", "-o"])
-        .arg(&trace)
-        .arg(inner.get_program())
-        .current_dir(dir.path());
-    for (k, v) in inner.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
-    cmd.args(["speed", "-provider-path"])
-        .arg(&pd)
-        .args([
-            "-provider",
-            "kae",
-            "-async_jobs",
-            "8",
-            "-seconds",
-            "1",
-            "rsa2048",
-        ])
-        .env("KAE_LOG", "info")
-        .env("KAE_BACKEND", "cpu");
+    let trace = trace.to_str().unwrap();
+    let mut cmd = speed_cmd(
+        &dir,
+        &[
+            "strace",
+            "-f",
+            "-qq",
+            "-c",
+            "-e",
+            "trace=getpid",
+            "-o",
+            trace,
+        ],
+    );
     let out = run(&mut cmd, None, Duration::from_secs(60));
     assert!(out.status.success(), "speed failed\n{}", out.describe());
     let summary = KaeSummary::first_in(&out.stderr)
         .unwrap_or_else(|| panic!("no kae summary line\n{}", out.describe()));
     let (private, public) = (summary.private.ok, summary.public.ok);
     assert!(public > 1000 && private > 0, "{summary:?}");
-    let table = std::fs::read_to_string(&trace).unwrap();
+    let table = std::fs::read_to_string(trace).unwrap();
     // strace -c: "% time  seconds  usecs/call  calls  [errors]  syscall"
     let calls: u64 = table
         .lines()

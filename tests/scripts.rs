@@ -222,6 +222,7 @@ fn bad_knobs_are_refused_before_anything_runs() {
         ),
         ("device-run.sh", &[("KERNEL_ROUNDS", "0")], "KERNEL_ROUNDS"),
         ("device-run.sh", &[("CPUS", "2-3")], "CPUS"),
+        ("device-run.sh", &[("CPU0", "4095")], "CPU0"),
         ("device-run.sh", &[("ROWS", "a z")], "ROWS"),
         (
             "device-run.sh",
@@ -871,6 +872,22 @@ fn install_try_lines_and_uninstall_in_a_directory_of_ones_own() {
     assert_eq!(tree(root), before);
 }
 
+/// `scripts/device-pack.sh --out OUT` with `module` as kae.so and this test build's target
+/// directory (the kernel bench is built there, as `scripts/test.sh` builds the benches).
+fn device_pack(out: &Path, module: &Path) -> Output {
+    Command::new("bash")
+        .arg(repo().join("scripts/device-pack.sh"))
+        .arg("--out")
+        .arg(out)
+        .current_dir(repo())
+        .env("NO_BUILD", "1")
+        .env("KAE_MODULE", module)
+        .env("CARGO_TARGET_DIR", release_dir().parent().unwrap())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 /// `scripts/device-pack.sh` packs this tree's module, kernel bench and openssl with the loader
 /// and libraries they load; run through the packed loader, they work with this machine's
 /// library directories hidden (a mount namespace with empty ones over them, as on a device
@@ -891,31 +908,13 @@ fn device_pack_runs_without_the_hosts_libraries() {
     let mine = scratch.0.join("mine");
     fs::create_dir_all(&mine).unwrap();
     fs::write(mine.join("notes.txt"), "mine\n").unwrap();
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/device-pack.sh"))
-        .args(["--out", mine.to_str().unwrap()])
-        .current_dir(repo())
-        .env("NO_BUILD", "1")
-        .env("KAE_MODULE", &module)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = device_pack(&mine, &module);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert_eq!(
         fs::read_to_string(mine.join("notes.txt")).unwrap(),
         "mine\n"
     );
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/device-pack.sh"))
-        .args(["--out", pack.to_str().unwrap()])
-        .current_dir(repo())
-        .env("NO_BUILD", "1")
-        .env("KAE_MODULE", &module)
-        .env("CARGO_TARGET_DIR", release_dir().parent().unwrap())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let said = ok(out, "device-pack.sh");
+    let said = ok(device_pack(&pack, &module), "device-pack.sh");
     assert!(said.contains("device pack:"), "{said}");
     let manifest = fs::read_to_string(pack.join("MANIFEST")).unwrap();
     for f in [

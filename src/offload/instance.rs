@@ -209,9 +209,9 @@ const HARDWARE: u8 = 1;
 const NOT_HARDWARE: u8 = 2;
 
 /// False once a selection found no hardware: a public operation then stays on the CPU without
-/// asking for the process's id (a system call that costs a few percent of an RSA-2048 public
-/// operation). A hint only, inherited across fork: a child that would find hardware where its
-/// parent found none computes its public operations inline, which is always correct.
+/// asking for the process's id (a system call, not cheap next to a public operation). A hint
+/// only, inherited across fork: a child that would find hardware where its parent found none
+/// computes its public operations inline, which is always correct.
 pub fn hardware_possible() -> bool {
     LAST_SELECTION.load(Ordering::Relaxed) != NOT_HARDWARE
 }

@@ -7,9 +7,9 @@ use super::offloader::Offloader;
 use crate::backend::{self, registry, ComputeFn};
 use crate::completion::Completer;
 use crate::ffi::fork::{ForkMutex, ForkPlan};
-use crate::settings::{BackendKind, OffloadConfig};
+use crate::settings::{BackendKind, OffloadConfig, PREFERENCE};
 use crate::stats;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The running offloader, started on first use in each process (never in OSSL_provider_init).
@@ -169,24 +169,34 @@ pub fn selected_kind() -> BackendKind {
 
 /// [`selected_kind`] for a caller that already asked for this process's id (`pid`).
 pub fn selected_kind_in(pid: u32) -> BackendKind {
-    static CACHE: Mutex<Option<(u32, BackendKind)>> = Mutex::new(None);
-    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    match *c {
-        Some((p, kind)) if p == pid => kind,
-        _ => {
-            let kind = registry::select(&config()).kind;
-            *c = Some((pid, kind));
-            LAST_SELECTION.store(
-                if kind == BackendKind::Hpre {
-                    HARDWARE
-                } else {
-                    NOT_HARDWARE
-                },
-                Ordering::Relaxed,
-            );
-            kind
-        }
+    if let Some(kind) = selection_of(pid) {
+        return kind;
     }
+    static SELECTING: Mutex<()> = Mutex::new(());
+    let _one = SELECTING.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(kind) = selection_of(pid) {
+        return kind;
+    }
+    let kind = registry::select(&config()).kind;
+    if let Some(place) = PREFERENCE.iter().position(|&k| k == kind) {
+        SELECTION.store(u64::from(pid) << 8 | (place as u64 + 1), Ordering::Release);
+    }
+    kind
+}
+
+/// The latest selection, read without a lock: `pid << 8 | the kind's place in PREFERENCE + 1`,
+/// 0 before any. A forked child sees its parent's until it selects for itself.
+static SELECTION: AtomicU64 = AtomicU64::new(0);
+
+fn kind_in(selection: u64) -> Option<BackendKind> {
+    let place = usize::from(selection as u8).checked_sub(1)?;
+    PREFERENCE.get(place).copied()
+}
+
+/// The kind process `pid` selected, if it did.
+fn selection_of(pid: u32) -> Option<BackendKind> {
+    let s = SELECTION.load(Ordering::Acquire);
+    kind_in(s).filter(|_| s >> 8 == u64::from(pid))
 }
 
 /// This process's offloader when the selected backend is hardware (where synchronous private
@@ -202,18 +212,12 @@ pub fn hardware_offloader() -> Option<Arc<Offloader>> {
     current_in(pid)
 }
 
-/// What the latest selection found, in this process or the parent it was forked from:
-/// nothing selected yet (0), `HARDWARE` or `NOT_HARDWARE`.
-static LAST_SELECTION: AtomicU8 = AtomicU8::new(0);
-const HARDWARE: u8 = 1;
-const NOT_HARDWARE: u8 = 2;
-
 /// False once a selection found no hardware: a public operation then stays on the CPU without
 /// asking for the process's id (a system call, not cheap next to a public operation). A hint
-/// only, inherited across fork: a child that would find hardware where its parent found none
-/// computes its public operations inline, which is always correct.
+/// only, the latest selection whichever process made it: a child that would find hardware where
+/// its parent found none computes its public operations inline, which is always correct.
 pub fn hardware_possible() -> bool {
-    LAST_SELECTION.load(Ordering::Relaxed) != NOT_HARDWARE
+    kind_in(SELECTION.load(Ordering::Relaxed)).is_none_or(|k| k == BackendKind::Hpre)
 }
 
 /// What operators see as the active backend: the running offloader's, else the selected one (sync
